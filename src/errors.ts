@@ -1,0 +1,95 @@
+/**
+ * The one catalogue of errors the provider can return.
+ *
+ * Every failure that reaches the driver is a ProviderError with a stable
+ * `code` (used in logs, metrics and docs/troubleshooting.md) and the gRPC
+ * status the driver shows in the pod's FailedMount event. Messages are built
+ * only from safe fields (object names, Vault paths, role, HTTP status, Vault's
+ * own error strings): never a secret value, a token or a request body.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js'
+
+export const ERROR_CATALOGUE = {
+  /** The MountRequest itself is malformed (attributes/secrets/permission). */
+  BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
+  /** A SecretProviderClass parameter (or a pod volumeAttribute) is invalid. */
+  BAD_PARAMETER: GrpcStatus.INVALID_ARGUMENT,
+  /** An entry of `objects` is invalid. */
+  BAD_OBJECT: GrpcStatus.INVALID_ARGUMENT,
+  /** A file path would be refused by the driver (traversal, absolute, duplicate...). */
+  BAD_FILE_PATH: GrpcStatus.INVALID_ARGUMENT,
+  /** No service-account token could be had for the pod. */
+  NO_POD_TOKEN: GrpcStatus.FAILED_PRECONDITION,
+  /** The Kubernetes API refused or failed a TokenRequest / Secret call. */
+  KUBERNETES_API: GrpcStatus.UNAVAILABLE,
+  /** Vault refused the pod's login (role binding, audience, expired JWT...). */
+  VAULT_LOGIN_DENIED: GrpcStatus.PERMISSION_DENIED,
+  /** Vault answered 403 to a read with a freshly logged-in token. */
+  VAULT_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  /** Vault answered 404, or the secret lacks the requested key. */
+  VAULT_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  SECRET_KEY_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  /** Vault answered 400 (usually a bad secretArgs / query / method). */
+  VAULT_BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
+  /** Vault is sealed, in standby without forwarding, unreachable or failing. */
+  VAULT_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  /** Vault answered 429 (rate-limit quota). */
+  VAULT_RATE_LIMITED: GrpcStatus.RESOURCE_EXHAUSTED,
+  /** Vault answered, but with something the provider cannot use. */
+  VAULT_BAD_RESPONSE: GrpcStatus.FAILED_PRECONDITION,
+  /** The extracted value cannot be decoded with the object's `encoding`. */
+  DECODE_FAILED: GrpcStatus.INVALID_ARGUMENT,
+  /** The Mount ran out of time. */
+  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
+  /** The HMAC key for object versions could not be obtained. */
+  HMAC_KEY_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  /** The provider is shutting down. */
+  SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
+  /** A bug: should never happen, reported without details. */
+  INTERNAL: GrpcStatus.INTERNAL,
+} as const satisfies Record<string, GrpcStatus>
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE
+
+// Anything that looks like a JWT or a Vault/OpenBao token is cut out of
+// messages, in case a server ever echoes one back in its error text.
+const JWT_PATTERN = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g
+const VAULT_TOKEN_PATTERN = /\b(?:hv[sbr]|s|b|r)\.[A-Za-z0-9_-]{20,}/g
+
+export function scrub(text: string): string {
+  return text.replace(JWT_PATTERN, '[redacted-jwt]').replace(VAULT_TOKEN_PATTERN, '[redacted-token]')
+}
+
+export class ProviderError extends Error {
+  readonly code: ErrorCode
+  readonly grpcStatus: GrpcStatus
+
+  constructor(code: ErrorCode, message: string) {
+    super(scrub(message))
+    this.name = 'ProviderError'
+    this.code = code
+    this.grpcStatus = ERROR_CATALOGUE[code]
+  }
+
+  /** The same error, its message prefixed with where it happened (an object name...). */
+  withContext(prefix: string): ProviderError {
+    const err = new ProviderError(this.code, `${prefix}: ${this.message}`)
+    return err
+  }
+}
+
+export function isProviderError(err: unknown): err is ProviderError {
+  return err instanceof ProviderError
+}
+
+/** Turns anything thrown into a ProviderError without ever echoing unknown data. */
+export function toProviderError(err: unknown): ProviderError {
+  if (err instanceof ProviderError) return err
+  return new ProviderError('INTERNAL', 'internal error (see the provider log for details)')
+}
+
+/** Quotes a user-supplied string for an error message, cut to a sane length. */
+export function q(value: string, max = 120): string {
+  const cut = value.length > max ? `${value.slice(0, max)}…` : value
+  return JSON.stringify(cut)
+}

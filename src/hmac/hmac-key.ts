@@ -1,0 +1,93 @@
+/**
+ * The key behind object versions. In a cluster it lives in an immutable
+ * Kubernetes Secret shared by every node (first writer wins, the others read
+ * it); outside a cluster, in a local file. Read once, then kept in memory:
+ * the API server is not asked on every Mount.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdir, open, readFile } from 'node:fs/promises'
+import path from 'node:path'
+import { ProviderError } from '../errors.js'
+import type { KubeClient } from '../kube/client.js'
+
+export const HMAC_KEY_BYTES = 32
+export const HMAC_SECRET_KEY = 'key'
+
+export interface HmacKeySource {
+  /** Where the key comes from, for logs. */
+  readonly description: string
+  get(): Promise<Buffer>
+}
+
+/** Caches the first successful answer and shares one in-flight attempt; failures are retried next time. */
+function memoise(load: () => Promise<Buffer>): () => Promise<Buffer> {
+  let key: Buffer | undefined
+  let inFlight: Promise<Buffer> | undefined
+  return () => {
+    if (key) return Promise.resolve(key)
+    if (!inFlight) {
+      inFlight = load()
+        .then((k) => {
+          key = k
+          return k
+        })
+        .finally(() => {
+          inFlight = undefined
+        })
+    }
+    return inFlight
+  }
+}
+
+function checkKey(buf: Buffer | undefined, where: string): Buffer {
+  if (!buf || buf.length < HMAC_KEY_BYTES) {
+    throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} holds no ${HMAC_KEY_BYTES}-byte key`)
+  }
+  return buf
+}
+
+export function kubernetesSecretKey(kube: KubeClient, namespace: string, name: string): HmacKeySource {
+  const where = `HMAC key Secret ${namespace}/${name} (key "${HMAC_SECRET_KEY}")`
+  const load = async (): Promise<Buffer> => {
+    const existing = await kube.getSecret(namespace, name)
+    if (existing) return checkKey(existing.get(HMAC_SECRET_KEY), where)
+    const created = await kube.createSecret(namespace, name, new Map([[HMAC_SECRET_KEY, randomBytes(HMAC_KEY_BYTES)]]))
+    // Whether we won the race or not, the stored key is the one every node uses.
+    if (!created) await new Promise((r) => setTimeout(r, 50))
+    const stored = await kube.getSecret(namespace, name)
+    return checkKey(stored?.get(HMAC_SECRET_KEY), where)
+  }
+  return { description: `Kubernetes Secret ${namespace}/${name}`, get: memoise(load) }
+}
+
+export function fileKey(file: string): HmacKeySource {
+  const where = `HMAC key file ${file}`
+  const load = async (): Promise<Buffer> => {
+    try {
+      return checkKey(await readFile(file), where)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        if (err instanceof ProviderError) throw err
+        throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} cannot be read (${(err as NodeJS.ErrnoException).code})`)
+      }
+    }
+    await mkdir(path.dirname(file), { recursive: true })
+    try {
+      const handle = await open(file, 'wx', 0o600)
+      await handle.writeFile(randomBytes(HMAC_KEY_BYTES))
+      await handle.close()
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} cannot be created (${(err as NodeJS.ErrnoException).code})`)
+      }
+    }
+    return checkKey(await readFile(file), where)
+  }
+  return { description: `file ${file}`, get: memoise(load) }
+}
+
+/** Versions stay stable for the life of the process only: a warning is logged at start-up. */
+export function ephemeralKey(): HmacKeySource {
+  const key = randomBytes(HMAC_KEY_BYTES)
+  return { description: 'ephemeral in-memory key', get: () => Promise.resolve(key) }
+}

@@ -1,0 +1,46 @@
+/**
+ * The pod's service-account token: the one kubelet minted for the audience
+ * (CSIDriver tokenRequests), or, for drivers configured without
+ * tokenRequests, one the provider requests from the Kubernetes API, bound to
+ * the pod. The provider never logs in with an identity of its own.
+ */
+import { ProviderError, q } from '../errors.js'
+import type { KubeClient } from '../kube/client.js'
+import type { MountSpec } from '../request/types.js'
+
+export const TOKEN_REQUEST_SECONDS = 600
+
+export type TokenSource = 'driver' | 'token-request'
+
+export interface PodCredential {
+  jwt: string
+  source: TokenSource
+}
+
+export async function obtainPodToken(spec: MountSpec, kube: KubeClient | undefined): Promise<PodCredential> {
+  const { audience, pod } = spec
+  if (spec.podTokens !== undefined) {
+    const entry = spec.podTokens.get(audience)
+    if (entry) return { jwt: entry.token, source: 'driver' }
+    const available = [...spec.podTokens.keys()].map((a) => q(a)).join(', ') || 'none'
+    throw new ProviderError(
+      'NO_POD_TOKEN',
+      `the driver passed service-account tokens for audiences ${available} but not for audience ${q(audience)}; ` +
+        'add it to the CSIDriver tokenRequests or set the "audience" parameter to one of those',
+    )
+  }
+  if (kube === undefined) {
+    throw new ProviderError(
+      'NO_POD_TOKEN',
+      `no service-account token for audience ${q(audience)} in the request and no Kubernetes API to request one; ` +
+        'configure the driver with tokenRequests (audience "vault")',
+    )
+  }
+  const issued = await kube.createPodToken(pod.namespace, pod.serviceAccount, {
+    audience,
+    podName: pod.name,
+    podUid: pod.uid,
+    expirationSeconds: TOKEN_REQUEST_SECONDS,
+  })
+  return { jwt: issued.token, source: 'token-request' }
+}

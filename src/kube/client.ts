@@ -1,0 +1,220 @@
+/**
+ * The three Kubernetes API calls the provider makes (TokenRequest, Secret get
+ * and create), over node:https with the in-cluster service account. A full
+ * client library would bring hundreds of files into a per-node daemon for
+ * three requests.
+ */
+import { readFile } from 'node:fs/promises'
+import http from 'node:http'
+import https from 'node:https'
+import path from 'node:path'
+import { ProviderError } from '../errors.js'
+
+export const KUBE_REQUEST_TIMEOUT_MS = 10_000
+const SA_TOKEN_REREAD_MS = 60_000
+const MAX_KUBE_RESPONSE_BYTES = 4 * 1024 * 1024
+
+export interface KubeClientOptions {
+  /** Explicit API URL (e.g. `kubectl proxy`); otherwise KUBERNETES_SERVICE_HOST/PORT. */
+  apiUrl?: string
+  serviceAccountDir: string
+  env: NodeJS.ProcessEnv
+}
+
+export interface IssuedToken {
+  token: string
+  expirationTimestamp?: string
+}
+
+interface KubeResponse {
+  status: number
+  body: unknown
+}
+
+export class KubeClient {
+  private readonly baseUrl: URL
+  private readonly saDir: string
+  private readonly useServiceAccount: boolean
+  private ca: Buffer | undefined
+  private cachedToken: { value: string; readAt: number } | undefined
+  private readonly agent: http.Agent
+
+  private constructor(baseUrl: URL, saDir: string, useServiceAccount: boolean, ca: Buffer | undefined) {
+    this.baseUrl = baseUrl
+    this.saDir = saDir
+    this.useServiceAccount = useServiceAccount
+    this.ca = ca
+    this.agent =
+      baseUrl.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true, maxSockets: 8, ca })
+        : new http.Agent({ keepAlive: true, maxSockets: 8 })
+  }
+
+  /** Returns undefined when the process runs neither in a cluster nor with an explicit API URL. */
+  static async discover(opts: KubeClientOptions): Promise<KubeClient | undefined> {
+    if (opts.apiUrl) {
+      const url = new URL(opts.apiUrl)
+      const hasToken = await readFile(path.join(opts.serviceAccountDir, 'token')).then(
+        () => true,
+        () => false,
+      )
+      return new KubeClient(url, opts.serviceAccountDir, hasToken && url.protocol === 'https:', undefined)
+    }
+    const host = opts.env.KUBERNETES_SERVICE_HOST
+    const port = opts.env.KUBERNETES_SERVICE_PORT
+    if (!host || !port) return undefined
+    const hostPart = host.includes(':') ? `[${host}]` : host
+    const ca = await readFile(path.join(opts.serviceAccountDir, 'ca.crt')).catch(() => undefined)
+    return new KubeClient(new URL(`https://${hostPart}:${port}`), opts.serviceAccountDir, true, ca)
+  }
+
+  /** The namespace the provider itself runs in (where its HMAC Secret lives). */
+  async ownNamespace(env: NodeJS.ProcessEnv): Promise<string> {
+    if (env.POD_NAMESPACE) return env.POD_NAMESPACE
+    const ns = await readFile(path.join(this.saDir, 'namespace'), 'utf8').catch(() => '')
+    return ns.trim() || 'default'
+  }
+
+  private async bearer(): Promise<string | undefined> {
+    if (!this.useServiceAccount) return undefined
+    const now = Date.now()
+    // Projected tokens rotate on disk; re-read them periodically, not per call.
+    if (!this.cachedToken || now - this.cachedToken.readAt > SA_TOKEN_REREAD_MS) {
+      const value = (await readFile(path.join(this.saDir, 'token'), 'utf8')).trim()
+      this.cachedToken = { value, readAt: now }
+    }
+    return this.cachedToken.value
+  }
+
+  private async call(method: string, apiPath: string, body?: unknown): Promise<KubeResponse> {
+    const url = new URL(apiPath, this.baseUrl)
+    const headers: Record<string, string> = { accept: 'application/json' }
+    const token = await this.bearer().catch(() => undefined)
+    if (token) headers.authorization = `Bearer ${token}`
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+    if (payload) {
+      headers['content-type'] = 'application/json'
+      headers['content-length'] = String(payload.length)
+    }
+    const mod = url.protocol === 'https:' ? https : http
+    return new Promise<KubeResponse>((resolve, reject) => {
+      const req = mod.request(url, { method, headers, agent: this.agent, timeout: KUBE_REQUEST_TIMEOUT_MS }, (res) => {
+        const chunks: Buffer[] = []
+        let size = 0
+        res.on('data', (c: Buffer) => {
+          size += c.length
+          if (size > MAX_KUBE_RESPONSE_BYTES) {
+            req.destroy(new Error('response too large'))
+            return
+          }
+          chunks.push(c)
+        })
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          let parsed: unknown
+          try {
+            parsed = text === '' ? undefined : JSON.parse(text)
+          } catch {
+            parsed = undefined
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed })
+        })
+        res.on('error', reject)
+      })
+      req.on('timeout', () => req.destroy(new Error(`timed out after ${KUBE_REQUEST_TIMEOUT_MS} ms`)))
+      req.on('error', reject)
+      req.end(payload)
+    })
+  }
+
+  private async request(method: string, apiPath: string, what: string, body?: unknown): Promise<KubeResponse> {
+    try {
+      return await this.call(method, apiPath, body)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      throw new ProviderError(
+        'KUBERNETES_API',
+        `${what}: Kubernetes API at ${this.baseUrl.origin} unreachable (${code ?? (err as Error).message})`,
+      )
+    }
+  }
+
+  private static statusMessage(res: KubeResponse): string {
+    const b = res.body as { message?: unknown } | undefined
+    return typeof b?.message === 'string' ? `${res.status}: ${b.message}` : String(res.status)
+  }
+
+  /** TokenRequest for the pod's service account, bound to the pod. */
+  async createPodToken(
+    namespace: string,
+    serviceAccount: string,
+    opts: { audience: string; podName: string; podUid: string; expirationSeconds: number },
+  ): Promise<IssuedToken> {
+    const what = `TokenRequest for service account ${namespace}/${serviceAccount} (audience ${JSON.stringify(opts.audience)})`
+    const res = await this.request(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(serviceAccount)}/token`,
+      what,
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: {
+          audiences: [opts.audience],
+          expirationSeconds: opts.expirationSeconds,
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: opts.podName, uid: opts.podUid },
+        },
+      },
+    )
+    const status = (res.body as { status?: { token?: unknown; expirationTimestamp?: unknown } } | undefined)?.status
+    if (res.status !== 201 && res.status !== 200) {
+      throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    }
+    if (typeof status?.token !== 'string' || status.token === '') {
+      throw new ProviderError('KUBERNETES_API', `${what}: the answer carries no token`)
+    }
+    return {
+      token: status.token,
+      expirationTimestamp: typeof status.expirationTimestamp === 'string' ? status.expirationTimestamp : undefined,
+    }
+  }
+
+  /** The Secret's data (base64-decoded), or undefined when it does not exist. */
+  async getSecret(namespace: string, name: string): Promise<Map<string, Buffer> | undefined> {
+    const what = `reading Secret ${namespace}/${name}`
+    const res = await this.request(
+      'GET',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
+      what,
+    )
+    if (res.status === 404) return undefined
+    if (res.status !== 200) throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    const data = (res.body as { data?: Record<string, unknown> } | undefined)?.data ?? {}
+    const out = new Map<string, Buffer>()
+    for (const [k, v] of Object.entries(data)) {
+      if (typeof v === 'string') out.set(k, Buffer.from(v, 'base64'))
+    }
+    return out
+  }
+
+  /** Creates an immutable Secret; returns false if it already exists (someone else won the race). */
+  async createSecret(namespace: string, name: string, data: Map<string, Buffer>): Promise<boolean> {
+    const what = `creating Secret ${namespace}/${name}`
+    const res = await this.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, what, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'vault-csi-provider' } },
+      immutable: true,
+      type: 'Opaque',
+      data: Object.fromEntries([...data].map(([k, v]) => [k, v.toString('base64')])),
+    })
+    if (res.status === 409) return false
+    if (res.status !== 201 && res.status !== 200) {
+      throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    }
+    return true
+  }
+
+  close(): void {
+    this.agent.destroy()
+  }
+}

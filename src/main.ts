@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …`.
+ */
+import { buildProvider } from './app.js'
+import { ConfigError, loadConfig } from './config/config.js'
+import { createLogger } from './observability/logger.js'
+import { PACKAGE_VERSION, RUNTIME_NAME } from './package-info.js'
+
+/** Kubernetes' default terminationGracePeriodSeconds is 30 s; leave time to exit. */
+export const SHUTDOWN_GRACE_MS = 25_000
+
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig(process.argv.slice(2), process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${RUNTIME_NAME}: ${err.message}\n`)
+      process.exit(2)
+    }
+    throw err
+  }
+  if (config.showVersion) {
+    process.stdout.write(`${RUNTIME_NAME} ${PACKAGE_VERSION}\n`)
+    return
+  }
+  const logger = createLogger(config.logLevel)
+  process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
+
+  const provider = await buildProvider(config, logger, process.env)
+  await provider.server.start()
+  logger.info({ hmacKey: provider.hmacKey.description, cacheSize: config.cacheSize }, 'provider ready')
+
+  let stopping = false
+  const shutdown = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal, inFlight: provider.mountService.mountsInFlight }, 'shutting down')
+    provider.close(SHUTDOWN_GRACE_MS).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+  process.on('SIGINT', () => shutdown('SIGINT'))
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${RUNTIME_NAME}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

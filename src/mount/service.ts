@@ -1,0 +1,82 @@
+/**
+ * The Mount use case as the outside world sees it: a raw request in, files
+ * and versions (or one ProviderError) out, and exactly one log line per
+ * Mount. Shared by the gRPC adapter and the CLI's in-process mount.
+ */
+import type { VaultDefaults } from '../config/config.js'
+import { toProviderError, type ProviderError } from '../errors.js'
+import type { Logger } from '../observability/logger.js'
+import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
+import type { MountSpec } from '../request/types.js'
+import type { Deadline } from '../util/deadline.js'
+import { runMount, type MountDeps, type MountResult } from './mount.js'
+
+export interface MountServiceOptions extends MountDeps {
+  vaultDefaults: VaultDefaults
+}
+
+export class MountService {
+  private readonly opts: MountServiceOptions
+  private inFlight = 0
+
+  constructor(opts: MountServiceOptions) {
+    this.opts = opts
+  }
+
+  get mountsInFlight(): number {
+    return this.inFlight
+  }
+
+  /** Throws a ProviderError; anything else thrown below is logged here and reported as INTERNAL. */
+  async mount(raw: RawMountRequest, deadline: Deadline): Promise<MountResult> {
+    const started = process.hrtime.bigint()
+    const log = this.opts.logger
+    this.inFlight += 1
+    let spec: MountSpec | undefined
+    try {
+      spec = parseMountRequest(raw, this.opts.vaultDefaults)
+      const result = await runMount(spec, this.opts, deadline)
+      log.info(
+        {
+          ...this.summary(spec, started),
+          outcome: 'success',
+          files: result.objects.reduce((n, o) => n + o.files.length, 0),
+          vaultCalls: result.vaultCalls,
+        },
+        'mount',
+      )
+      return result
+    } catch (err) {
+      const perr: ProviderError = toProviderError(err)
+      if (perr !== err) log.error({ err }, 'unexpected error during mount')
+      log.warn(
+        {
+          ...(spec ? this.summary(spec, started) : { durationMs: elapsedMs(started) }),
+          outcome: 'failure',
+          code: perr.code,
+          grpcCode: perr.grpcStatus,
+          reason: perr.message,
+        },
+        'mount',
+      )
+      throw perr
+    } finally {
+      this.inFlight -= 1
+    }
+  }
+
+  private summary(spec: MountSpec, started: bigint): Record<string, unknown> {
+    return {
+      pod: `${spec.pod.namespace}/${spec.pod.name}`,
+      serviceAccount: spec.pod.serviceAccount,
+      secretProviderClass: spec.secretProviderClass,
+      role: spec.roleName,
+      objects: spec.objects.length,
+      durationMs: elapsedMs(started),
+    }
+  }
+}
+
+function elapsedMs(started: bigint): number {
+  return Number((process.hrtime.bigint() - started) / 1000n) / 1000
+}

@@ -1,0 +1,250 @@
+/**
+ * Parses the `objects` parameter: a YAML list of secret objects, written for
+ * HashiCorp's vault-csi-provider. Pure: a string in, typed objects or a
+ * ProviderError naming the object and field out.
+ */
+import { parseDocument, isMap, isSeq, isScalar } from 'yaml'
+import { ProviderError, q } from '../errors.js'
+import { filePathProblem, pathConflicts } from './file-paths.js'
+import { ENCODINGS, METHODS, type Encoding, type HttpMethod, type Json, type SecretObject } from './types.js'
+
+export const MAX_OBJECTS_YAML_BYTES = 512 * 1024
+export const MAX_OBJECTS = 1000
+export const MAX_YAML_ALIASES = 50
+export const MAX_SECRET_ARGS_DEPTH = 16
+
+const KNOWN_FIELDS = new Set([
+  'objectName',
+  'secretPath',
+  'secretKey',
+  'method',
+  'secretArgs',
+  'filePermission',
+  'encoding',
+])
+/** Accepted for compatibility and ignored, as the reference provider does. */
+const LEGACY_FIELDS = new Set(['objectVersion'])
+
+function objectError(index: number, name: string | undefined, message: string): ProviderError {
+  const which = name === undefined ? `objects[${index}]` : `object ${q(name)}`
+  return new ProviderError('BAD_OBJECT', `${which}: ${message}`)
+}
+
+/** YAML 1.1 (what Go's yaml.v2 reads) so that `filePermission: 0640` is octal, as users expect. */
+function loadYaml(text: string): unknown {
+  if (Buffer.byteLength(text) > MAX_OBJECTS_YAML_BYTES) {
+    throw new ProviderError('BAD_PARAMETER', `parameter "objects" is larger than ${MAX_OBJECTS_YAML_BYTES} bytes`)
+  }
+  const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: false })
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0]!
+    const pos = first.linePos?.[0]
+    const where = pos ? ` at line ${pos.line}, column ${pos.col}` : ''
+    // The YAML library's message can quote the source; keep only its code.
+    throw new ProviderError('BAD_PARAMETER', `parameter "objects" is not valid YAML${where} (${first.code})`)
+  }
+  const contents = doc.contents
+  if (contents !== null && !isSeq(contents) && !isMap(contents) && !isScalar(contents)) {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" must be a YAML list of objects')
+  }
+  try {
+    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES })
+  } catch {
+    throw new ProviderError('BAD_PARAMETER', `parameter "objects" uses more than ${MAX_YAML_ALIASES} YAML aliases`)
+  }
+}
+
+/** Strings are expected, but a YAML scalar such as `secretKey: 123` is what Go's yaml also accepts. */
+function scalarString(value: unknown): string | undefined {
+  if (typeof value === 'string') return value
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value)
+  if (typeof value === 'boolean') return String(value)
+  return undefined
+}
+
+function toJson(value: unknown, depth: number): Json | undefined {
+  if (depth > MAX_SECRET_ARGS_DEPTH) return undefined
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined
+  if (value instanceof Date) return value.toISOString()
+  if (Array.isArray(value)) {
+    const out: Json[] = []
+    for (const item of value) {
+      const j = toJson(item, depth + 1)
+      if (j === undefined) return undefined
+      out.push(j)
+    }
+    return out
+  }
+  if (value instanceof Map) return undefined
+  if (typeof value === 'object') {
+    const out: { [key: string]: Json } = {}
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const j = toJson(v, depth + 1)
+      if (j === undefined) return undefined
+      out[k] = j
+    }
+    return out
+  }
+  return undefined
+}
+
+/** `/v1/x`, `v1/x`, `/x` and `x` all name the API path `x`. */
+export function normaliseSecretPath(raw: string): { path: string; query: Array<[string, string]> } {
+  const qIndex = raw.indexOf('?')
+  let path = qIndex === -1 ? raw : raw.slice(0, qIndex)
+  const queryText = qIndex === -1 ? '' : raw.slice(qIndex + 1)
+  path = path.replace(/^\/+/, '')
+  if (path.startsWith('v1/')) path = path.slice(3).replace(/^\/+/, '')
+  const query = [...new URLSearchParams(queryText).entries()]
+  return { path, query }
+}
+
+function parseSecretPath(index: number, name: string, raw: string): { path: string; query: Array<[string, string]> } {
+  const { path, query } = normaliseSecretPath(raw)
+  if (path === '') throw objectError(index, name, `secretPath ${q(raw)} names no Vault path`)
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(path)) {
+    throw objectError(index, name, `secretPath ${q(raw)} contains a control character`)
+  }
+  const segments = path.split('/')
+  if (segments.some((s) => s === '..' || s === '.')) {
+    throw objectError(index, name, `secretPath ${q(raw)} contains a "." or ".." segment`)
+  }
+  return { path, query }
+}
+
+/** `filePermission` as an integer mode 0–0777 (YAML already turned `0640` into 416). */
+function parseFilePermission(index: number, name: string, value: unknown): number {
+  let mode: number | undefined
+  if (typeof value === 'number' && Number.isInteger(value)) mode = value
+  else if (typeof value === 'string' && /^0[0-7]+$/.test(value)) mode = Number.parseInt(value, 8)
+  else if (typeof value === 'string' && /^0o[0-7]+$/i.test(value)) mode = Number.parseInt(value.slice(2), 8)
+  else if (typeof value === 'string' && /^\d+$/.test(value)) mode = Number.parseInt(value, 10)
+  if (mode === undefined || mode < 0 || mode > 0o777) {
+    throw objectError(
+      index,
+      name,
+      `filePermission must be a file mode from 0 to 0777 (an octal literal such as 0640), got ${q(String(value))}`,
+    )
+  }
+  return mode
+}
+
+function canonicalConfig(entry: Record<string, unknown>): { [key: string]: Json } {
+  const out: { [key: string]: Json } = {}
+  for (const key of Object.keys(entry).sort()) {
+    if (LEGACY_FIELDS.has(key)) continue
+    const j = toJson(entry[key], 0)
+    if (j !== undefined) out[key] = j
+  }
+  return out
+}
+
+function parseObject(index: number, entry: unknown): SecretObject {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+    throw objectError(index, undefined, 'must be a map with objectName and secretPath')
+  }
+  const fields = entry as Record<string, unknown>
+  const name = scalarString(fields.objectName)
+  if (name === undefined || name === '') {
+    throw objectError(index, undefined, 'objectName is missing or not a string')
+  }
+  for (const key of Object.keys(fields)) {
+    if (!KNOWN_FIELDS.has(key) && !LEGACY_FIELDS.has(key)) {
+      throw objectError(
+        index,
+        name,
+        `unknown field ${q(key)} (known fields: ${[...KNOWN_FIELDS].join(', ')})`,
+      )
+    }
+  }
+  const pathProblem = filePathProblem(name)
+  if (pathProblem) throw objectError(index, name, `objectName ${pathProblem}`)
+
+  const rawPath = scalarString(fields.secretPath)
+  if (rawPath === undefined || rawPath === '') throw objectError(index, name, 'secretPath is missing or not a string')
+  const { path, query } = parseSecretPath(index, name, rawPath)
+
+  let method: HttpMethod = 'GET'
+  if (fields.method !== undefined && fields.method !== null && fields.method !== '') {
+    const m = scalarString(fields.method)?.toUpperCase()
+    if (m === undefined || !(METHODS as readonly string[]).includes(m)) {
+      throw objectError(index, name, `method must be one of ${METHODS.join(', ')}, got ${q(String(fields.method))}`)
+    }
+    method = m as HttpMethod
+  }
+
+  let secretKey: string | undefined
+  if (fields.secretKey !== undefined && fields.secretKey !== null && fields.secretKey !== '') {
+    secretKey = scalarString(fields.secretKey)
+    if (secretKey === undefined) throw objectError(index, name, 'secretKey must be a string')
+  }
+
+  let encoding: Encoding = 'utf-8'
+  if (fields.encoding !== undefined && fields.encoding !== null && fields.encoding !== '') {
+    const e = scalarString(fields.encoding)?.toLowerCase()
+    if (e === undefined || !(ENCODINGS as readonly string[]).includes(e)) {
+      throw objectError(index, name, `encoding must be one of ${ENCODINGS.join(', ')}, got ${q(String(fields.encoding))}`)
+    }
+    encoding = e as Encoding
+  }
+
+  let secretArgs: { [key: string]: Json } | undefined
+  if (fields.secretArgs !== undefined && fields.secretArgs !== null) {
+    const args = toJson(fields.secretArgs, 0)
+    if (args === undefined || args === null || typeof args !== 'object' || Array.isArray(args)) {
+      throw objectError(index, name, 'secretArgs must be a map of request parameters (plain YAML values)')
+    }
+    secretArgs = args
+  }
+
+  const filePermission =
+    fields.filePermission === undefined || fields.filePermission === null
+      ? undefined
+      : parseFilePermission(index, name, fields.filePermission)
+
+  return {
+    objectName: name,
+    secretPath: path,
+    query,
+    method,
+    secretArgs,
+    secretKey,
+    encoding,
+    filePermission,
+    config: canonicalConfig(fields),
+  }
+}
+
+export function parseObjects(text: string): SecretObject[] {
+  const data = loadYaml(text)
+  if (data === null || data === undefined) {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is empty: list at least one object')
+  }
+  if (!Array.isArray(data)) {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" must be a YAML list of objects')
+  }
+  if (data.length === 0) {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is an empty list: list at least one object')
+  }
+  if (data.length > MAX_OBJECTS) {
+    throw new ProviderError('BAD_PARAMETER', `parameter "objects" lists ${data.length} objects; at most ${MAX_OBJECTS} are allowed`)
+  }
+  const objects = data.map((entry, i) => parseObject(i, entry))
+  const { duplicates, nested } = pathConflicts(objects.map((o) => o.objectName))
+  if (duplicates.length > 0) {
+    throw new ProviderError(
+      'BAD_OBJECT',
+      `objectName must be unique; duplicated: ${duplicates.map((d) => q(d)).join(', ')}`,
+    )
+  }
+  if (nested.length > 0) {
+    const [dir, file] = nested[0]!
+    throw new ProviderError(
+      'BAD_OBJECT',
+      `object ${q(file)} needs ${q(dir)} to be a directory, but object ${q(dir)} is a file`,
+    )
+  }
+  return objects
+}

@@ -1,0 +1,249 @@
+/**
+ * MountRequest (attributes, secrets, permission) -> MountSpec. Pure.
+ *
+ * Every attribute is pod-controlled input: the driver copies the pod's
+ * volumeAttributes over the SecretProviderClass parameters. Only kubelet's
+ * `csi.storage.k8s.io/*` keys are trustworthy, and only because kubelet
+ * writes them last.
+ */
+import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
+import { ProviderError, q } from '../errors.js'
+import { parseObjects } from './objects.js'
+import type { MountSpec, PodIdentity, PodToken } from './types.js'
+
+export const DEFAULT_AUDIENCE = 'vault'
+export const DEFAULT_FILE_MODE = 0o644
+export const MAX_ATTRIBUTES_BYTES = 1024 * 1024
+export const MAX_ATTRIBUTE_COUNT = 512
+
+export const ATTR = {
+  podName: 'csi.storage.k8s.io/pod.name',
+  podNamespace: 'csi.storage.k8s.io/pod.namespace',
+  podUid: 'csi.storage.k8s.io/pod.uid',
+  serviceAccount: 'csi.storage.k8s.io/serviceAccount.name',
+  tokens: 'csi.storage.k8s.io/serviceAccount.tokens',
+  secretProviderClass: 'secretProviderClass',
+} as const
+
+/** What a bare MountRequest carries, independent of gRPC. */
+export interface RawMountRequest {
+  attributes: string
+  secrets: string
+  permission: string
+}
+
+function parseJsonObject(text: string, what: string): Record<string, unknown> {
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch {
+    // JSON.parse's message may quote the input, which can hold credentials.
+    throw new ProviderError('BAD_REQUEST', `${what} is not valid JSON`)
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new ProviderError('BAD_REQUEST', `${what} must be a JSON object`)
+  }
+  return data as Record<string, unknown>
+}
+
+function parseStringMap(text: string, what: string): Map<string, string> {
+  const obj = parseJsonObject(text, what)
+  const entries = Object.entries(obj)
+  if (entries.length > MAX_ATTRIBUTE_COUNT) {
+    throw new ProviderError('BAD_REQUEST', `${what} has ${entries.length} keys; at most ${MAX_ATTRIBUTE_COUNT} are allowed`)
+  }
+  const out = new Map<string, string>()
+  for (const [key, value] of entries) {
+    if (typeof value !== 'string') {
+      throw new ProviderError('BAD_REQUEST', `${what}: the value of ${q(key)} must be a string`)
+    }
+    out.set(key, value)
+  }
+  return out
+}
+
+/** The driver sends `"null"` when the volume has no nodePublishSecretRef. */
+export function parseSecrets(text: string): Map<string, string> {
+  const trimmed = text.trim()
+  if (trimmed === '' || trimmed === 'null') return new Map()
+  if (Buffer.byteLength(text) > MAX_ATTRIBUTES_BYTES) {
+    throw new ProviderError('BAD_REQUEST', `secrets are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
+  }
+  return parseStringMap(trimmed, 'secrets')
+}
+
+export function parsePermission(text: string): number {
+  const trimmed = text.trim()
+  if (trimmed === '') return DEFAULT_FILE_MODE
+  let value: unknown
+  try {
+    value = JSON.parse(trimmed)
+  } catch {
+    value = undefined
+  }
+  if (typeof value === 'string' && /^\d+$/.test(value)) value = Number(value)
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 0o777) {
+    throw new ProviderError(
+      'BAD_REQUEST',
+      `permission must be a decimal file mode from 0 to 511 (420 is 0644), got ${q(trimmed, 20)}`,
+    )
+  }
+  return value
+}
+
+/** `{"<audience>": {"token": "…", "expirationTimestamp": "…"}}` from kubelet's tokenRequests. */
+export function parsePodTokens(text: string): Map<string, PodToken> {
+  const obj = parseJsonObject(text, `attribute ${q(ATTR.tokens)}`)
+  const out = new Map<string, PodToken>()
+  for (const [audience, entry] of Object.entries(obj)) {
+    if (entry === null || typeof entry !== 'object') {
+      throw new ProviderError('BAD_REQUEST', `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} is not an object`)
+    }
+    const { token, expirationTimestamp } = entry as Record<string, unknown>
+    if (typeof token !== 'string' || token === '') {
+      throw new ProviderError('BAD_REQUEST', `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} has no token`)
+    }
+    out.set(audience, {
+      token,
+      expirationTimestamp: typeof expirationTimestamp === 'string' ? expirationTimestamp : undefined,
+    })
+  }
+  return out
+}
+
+function requireAttr(attrs: Map<string, string>, key: string, hint: string): string {
+  const value = attrs.get(key)
+  if (value === undefined || value === '') {
+    throw new ProviderError('BAD_REQUEST', `attribute ${q(key)} is missing: ${hint}`)
+  }
+  return value
+}
+
+function parsePod(attrs: Map<string, string>): PodIdentity {
+  const hint = 'the driver passes it when its CSIDriver object has podInfoOnMount: true'
+  return {
+    namespace: requireAttr(attrs, ATTR.podNamespace, hint),
+    name: requireAttr(attrs, ATTR.podName, hint),
+    uid: requireAttr(attrs, ATTR.podUid, hint),
+    serviceAccount: requireAttr(attrs, ATTR.serviceAccount, hint),
+  }
+}
+
+/** Accepts http(s):// and unix:// (a Vault Agent socket); returns it without a trailing slash. */
+export function parseVaultAddress(raw: string, what: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} is not a URL such as https://vault.example:8200`)
+  }
+  if (url.protocol === 'unix:') {
+    if (url.pathname === '' || url.pathname === '/') {
+      throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} names no socket path`)
+    }
+    return `unix://${url.pathname}`
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} must start with https://, http:// or unix://`)
+  }
+  if (url.username || url.password) {
+    throw new ProviderError('BAD_PARAMETER', `${what} must not carry credentials`)
+  }
+  if (url.search || url.hash) {
+    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} must not have a query or fragment`)
+  }
+  return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`
+}
+
+function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
+  const a = attrs.get('vaultAuthMountPath') || undefined
+  const b = attrs.get('vaultKubernetesMountPath') || undefined
+  if (a !== undefined && b !== undefined) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      'set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath" (they are aliases)',
+    )
+  }
+  const raw = a ?? b ?? fallback
+  const which = a !== undefined ? 'vaultAuthMountPath' : b !== undefined ? 'vaultKubernetesMountPath' : '-vault-mount'
+  const mount = raw.replace(/^\/+|\/+$/g, '')
+  if (mount === '' || !/^[A-Za-z0-9_.\-/]+$/.test(mount) || mount.split('/').some((s) => s === '' || s === '..' || s === '.')) {
+    throw new ProviderError('BAD_PARAMETER', `${which} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`)
+  }
+  return mount
+}
+
+function parseTls(attrs: Map<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
+  const pick = (key: string, fallback: string | undefined): string | undefined => attrs.get(key) || fallback
+  let skipVerify = defaults.skipVerify
+  const skipRaw = attrs.get('vaultSkipTLSVerify')
+  if (skipRaw !== undefined && skipRaw !== '') {
+    try {
+      skipVerify = parseBool(skipRaw, 'parameter "vaultSkipTLSVerify"')
+    } catch (err) {
+      throw new ProviderError('BAD_PARAMETER', (err as Error).message)
+    }
+  }
+  const tls: VaultTlsConfig = {
+    caCertPath: pick('vaultCACertPath', defaults.caCertPath),
+    caDirectory: pick('vaultCADirectory', defaults.caDirectory),
+    serverName: pick('vaultTLSServerName', defaults.serverName),
+    clientCertPath: pick('vaultTLSClientCertPath', defaults.clientCertPath),
+    clientKeyPath: pick('vaultTLSClientKeyPath', defaults.clientKeyPath),
+    skipVerify,
+  }
+  if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      'parameters "vaultTLSClientCertPath" and "vaultTLSClientKeyPath" go together: set both or neither',
+    )
+  }
+  return tls
+}
+
+export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults): MountSpec {
+  if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
+    throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
+  }
+  const attrs = parseStringMap(raw.attributes, 'attributes')
+  const secrets = parseSecrets(raw.secrets)
+  const defaultMode = parsePermission(raw.permission)
+
+  const roleName = attrs.get('roleName')
+  if (roleName === undefined || roleName === '') {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "roleName" is required: the Vault role the pod logs in with')
+  }
+
+  const addressRaw = attrs.get('vaultAddress') || defaults.address
+  if (addressRaw === undefined) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
+    )
+  }
+  const address = parseVaultAddress(addressRaw, attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address')
+
+  const objectsText = attrs.get('objects')
+  if (objectsText === undefined || objectsText.trim() === '') {
+    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
+  }
+  const objects = parseObjects(objectsText)
+
+  // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
+  const tokensText = attrs.get(ATTR.tokens) ?? secrets.get(ATTR.tokens)
+  const podTokens = tokensText === undefined || tokensText === '' ? undefined : parsePodTokens(tokensText)
+
+  const namespace = attrs.get('vaultNamespace') || defaults.namespace
+
+  return {
+    pod: parsePod(attrs),
+    secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
+    roleName,
+    authMount: parseAuthMount(attrs, defaults.authMount),
+    audience: attrs.get('audience') || DEFAULT_AUDIENCE,
+    vault: { address, namespace, tls: parseTls(attrs, defaults.tls) },
+    objects,
+    defaultMode,
+    podTokens,
+  }
+}

@@ -1,0 +1,60 @@
+/** The typed form of one MountRequest, produced by parse-request.ts. */
+import type { VaultTlsConfig } from '../config/config.js'
+
+export const ENCODINGS = ['utf-8', 'base64', 'hex'] as const
+export type Encoding = (typeof ENCODINGS)[number]
+
+export const METHODS = ['GET', 'PUT', 'POST'] as const
+export type HttpMethod = (typeof METHODS)[number]
+
+/** A JSON value as it may appear in secretArgs or a Vault response. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+export interface SecretObject {
+  objectName: string
+  /** Vault API path without `/v1/` and without the query, e.g. `secret/data/app`. */
+  secretPath: string
+  /** Query parameters from `secretPath?…`, in the order written. */
+  query: Array<[string, string]>
+  method: HttpMethod
+  secretArgs?: { [key: string]: Json }
+  secretKey?: string
+  encoding: Encoding
+  /** Absent means the request's default permission. */
+  filePermission?: number
+  /** The object's fields as configured, canonicalised: input of its version HMAC. */
+  config: { [key: string]: Json }
+}
+
+export interface VaultConnection {
+  address: string
+  namespace?: string
+  tls: VaultTlsConfig
+}
+
+export interface PodIdentity {
+  namespace: string
+  name: string
+  uid: string
+  serviceAccount: string
+}
+
+/** A service-account token the driver minted for the pod (kubelet tokenRequests). */
+export interface PodToken {
+  token: string
+  expirationTimestamp?: string
+}
+
+export interface MountSpec {
+  pod: PodIdentity
+  secretProviderClass: string
+  roleName: string
+  authMount: string
+  audience: string
+  vault: VaultConnection
+  objects: SecretObject[]
+  /** Default file mode from the request's `permission`. */
+  defaultMode: number
+  /** Driver-supplied tokens by audience; undefined when the driver sent none. */
+  podTokens?: Map<string, PodToken>
+}
