@@ -29,11 +29,24 @@ const TLS_HINTS: Record<string, string> = {
   EPROTO: 'TLS handshake failed (is the address http:// instead of https://?)',
 }
 
+/**
+ * Vault wraps errors in Go's multierror text ("1 error occurred:\n\t* x\n\n");
+ * a FailedMount event reads better as one line: "x".
+ */
+export function oneLine(text: string): string {
+  return text
+    .replace(/\d+ errors? occurred:/g, '')
+    .split(/\n\s*\*\s*|\n/)
+    .map((part) => part.replace(/\s+/g, ' ').trim())
+    .filter((part) => part !== '')
+    .join('; ')
+}
+
 function vaultErrors(body: unknown): string[] {
   if (body === null || typeof body !== 'object') return []
   const errors = (body as { errors?: unknown }).errors
   if (!Array.isArray(errors)) return []
-  return errors.filter((e): e is string => typeof e === 'string' && e !== '')
+  return errors.filter((e): e is string => typeof e === 'string').map(oneLine).filter((e) => e !== '')
 }
 
 export function describeFailure(err: unknown): VaultFailure {

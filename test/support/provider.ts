@@ -1,0 +1,116 @@
+// The provider as the tests run it: the built daemon (dist/src/main.js) in its
+// own process, on a real unix socket, its log lines captured to a file.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, openSync, closeSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import net from 'node:net'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { makeTempDir } from './tmp.js'
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+export const PROVIDER_MAIN = join(REPO_ROOT, 'dist', 'src', 'main.js')
+
+export interface StartProviderOptions {
+  /** Directory for vault.sock (default: a fresh temp dir). */
+  socketDir?: string
+  /** Extra flags. */
+  args?: string[]
+  /** Extra environment (the process gets a clean one: PATH and HOME only). */
+  env?: Record<string, string>
+  /** Default trace: the log-hygiene checks then cover every level. */
+  logLevel?: string
+  /** Default: a key file in the socket dir, so versions survive restarts; '' for none. */
+  hmacKeyFile?: string
+}
+
+export interface ProviderProcess {
+  socketDir: string
+  socketPath: string
+  logPath: string
+  child: ChildProcess
+  pid: number
+  /** Everything the process wrote to stdout and stderr so far. */
+  logs(): Promise<string>
+  /** Parsed JSON log lines (non-JSON lines are skipped). */
+  logLines(): Promise<Array<Record<string, unknown>>>
+  /** Sends `signal` and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+function canConnect(socketPath: string): Promise<boolean> {
+  return new Promise((res) => {
+    const s = net.connect({ path: socketPath })
+    s.once('connect', () => {
+      s.destroy()
+      res(true)
+    })
+    s.once('error', () => res(false))
+  })
+}
+
+export async function startProvider(opts: StartProviderOptions = {}): Promise<ProviderProcess> {
+  if (!existsSync(PROVIDER_MAIN)) throw new Error(`${PROVIDER_MAIN} missing: run npm run build first`)
+  const socketDir = opts.socketDir ?? (await makeTempDir('vcp-sock-')).path
+  const socketPath = join(socketDir, 'vault.sock')
+  const logDir = (await makeTempDir('vcp-log-')).path
+  const logPath = join(logDir, 'provider.log')
+  const fd = openSync(logPath, 'a')
+  const args = [
+    PROVIDER_MAIN,
+    `-endpoint=${socketPath}`,
+    `-log-level=${opts.logLevel ?? 'trace'}`,
+    // An empty hmacKeyFile means: no key file, use the Kubernetes Secret.
+    ...(opts.hmacKeyFile === '' ? [] : [`-hmac-key-file=${opts.hmacKeyFile ?? join(socketDir, 'hmac.key')}`]),
+    ...(opts.args ?? []),
+  ]
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', fd, fd],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...(opts.env ?? {}) },
+  })
+  closeSync(fd)
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('exit', (code, signal) => res({ code, signal })),
+  )
+  let done = false
+  void exited.then(() => {
+    done = true
+  })
+  const logs = (): Promise<string> => readFile(logPath, 'utf8')
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    if (done) throw new Error(`provider exited during start-up:\n${await logs()}`)
+    if (existsSync(socketPath) && (await canConnect(socketPath))) break
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`provider did not serve ${socketPath} within 15 s:\n${await logs()}`)
+    }
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return {
+    socketDir,
+    socketPath,
+    logPath,
+    child,
+    pid: child.pid!,
+    logs,
+    async logLines() {
+      return (await logs())
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => {
+          try {
+            return JSON.parse(l) as Record<string, unknown>
+          } catch {
+            return {}
+          }
+        })
+    },
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (!done) child.kill(signal)
+      return exited
+    },
+    exited,
+  }
+}
