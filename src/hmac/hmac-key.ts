@@ -80,6 +80,8 @@ export function fileKey(file: string): HmacKeySource {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
         throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} cannot be created (${(err as NodeJS.ErrnoException).code})`)
       }
+      // Another process is creating it: give it a moment to finish writing.
+      await new Promise((r) => setTimeout(r, 50))
     }
     return checkKey(await readFile(file), where)
   }

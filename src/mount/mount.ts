@@ -53,6 +53,10 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
     return (await credential).jwt
   }
 
+  // Fetched alongside Vault (memoised after the first Mount); a failure surfaces after the reads.
+  const keyPromise = deps.hmacKey.get()
+  keyPromise.catch(() => undefined)
+
   const plan = planRequests(spec.objects)
   const bodies = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, (planned) =>
     session.request(planned.request, getJwt, deadline, objectsLabel(spec, planned.objectIndexes)),
@@ -63,7 +67,7 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
     for (const index of planned.objectIndexes) bodyOfObject[index] = bodies[i]
   })
 
-  const key = await deps.hmacKey.get()
+  const key = await keyPromise
   const objects = spec.objects.map((obj, index) => {
     const label = `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`
     const files = renderObject(obj, bodyOfObject[index], spec.defaultMode, label)

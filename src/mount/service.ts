@@ -5,7 +5,6 @@
  */
 import type { VaultDefaults } from '../config/config.js'
 import { toProviderError, type ProviderError } from '../errors.js'
-import type { Logger } from '../observability/logger.js'
 import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'

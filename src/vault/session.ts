@@ -177,7 +177,7 @@ export class VaultSession {
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
     this.lastUsedAt = Date.now()
     const callStartedAt = Date.now()
-    let token = await this.ensureToken(getJwt, deadline)
+    const token = await this.ensureToken(getJwt, deadline)
     try {
       return await this.send(req, deadline, label)
     } catch (err) {
@@ -185,7 +185,7 @@ export class VaultSession {
       if (statusOf(err) !== 403 || !wasCached) throw this.readError(err, req, label, deadline)
       this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
       this.invalidate(token.generation)
-      token = await this.ensureToken(getJwt, deadline)
+      await this.ensureToken(getJwt, deadline)
       try {
         return await this.send(req, deadline, label)
       } catch (retryErr) {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it: install, build, format, lint, then every
+# test (unit and integration against a real OpenBao, through the driver's own
+# client). Works on a fresh clone: everything it needs goes into .cache/.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+started=$(date +%s)
+
+# node_modules/.package-lock.json is npm's record of what is installed.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  step "npm ci"
+  npm ci --no-audit --no-fund
+fi
+
+step "real parts (OpenBao, driver client, PostgreSQL)"
+bash scripts/setup.sh
+
+step "build (tsc, strict)"
+npx tsc -p tsconfig.json
+
+step "format (prettier --check)"
+npx prettier --check . >/dev/null || { npx prettier --list-different .; echo "run: npx prettier --write ." >&2; exit 1; }
+
+step "lint (eslint)"
+npx eslint .
+
+step "tests (tap)"
+npx tap "$@"
+
+printf '\n== test command finished in %ss\n' "$(( $(date +%s) - started ))" >&2
