@@ -53,6 +53,11 @@ export class Fixture {
     this.provider = provider
   }
 
+  /** A fixture over an OpenBao and a provider the test set up itself. */
+  static attach(bao: OpenBao, provider: ProviderProcess): Fixture {
+    return new Fixture(bao, provider)
+  }
+
   /** OpenBao with jwt auth at `jwt/`, a role `app` reading `secret/*`, and a provider. */
   static async start(providerOpts: StartProviderOptions = {}): Promise<Fixture> {
     const bao = await startOpenBao()

@@ -12,7 +12,7 @@
 // - The dev server also binds port+1 for its cluster listener.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
@@ -241,6 +241,8 @@ async function launch(opts: StartOpenBaoOptions, dir: string, port: number): Pro
   let caCertPath: string | undefined
   if (opts.tls === true) {
     const certDir = join(dir, 'tls')
+    // bao writes its dev CA and certificate here, but does not create the directory.
+    mkdirSync(certDir, { recursive: true })
     args.push('-dev-tls', `-dev-tls-cert-dir=${certDir}`)
     caCertPath = join(certDir, 'vault-ca.pem')
   }
