@@ -155,6 +155,27 @@ t.test('KV secrets through the driver client', async (t) => {
     t.equal(files.get('latest')?.bytes.toString(), 'two')
   })
 
+  t.test('odd Vault answers give an error naming the object, never a crash', async (t) => {
+    await fx.bao.writePolicy(
+      'app-read',
+      'path "secret/*" { capabilities = ["read"] }\npath "kv1/*" { capabilities = ["read", "create", "update"] }\npath "sys/health" { capabilities = ["read"] }',
+    )
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      // A write answers 204 with no body.
+      [{ objectName: 'empty', secretPath: 'kv1/written', method: 'POST', secretArgs: { a: 'b' }, secretKey: 'a' }, /object "empty".*empty body/],
+      // sys/health has no "data" object.
+      [{ objectName: 'health', secretPath: 'sys/health', secretKey: 'initialized' }, /object "health".*no "data" object/],
+    ]
+    for (const [object, expected] of cases) {
+      const { result } = await fx.mount({ params: { objects: [object] } })
+      t.notOk(result.ok)
+      t.equal(result.grpcCode, 'FailedPrecondition')
+      t.match(result.message, expected)
+    }
+    const whole = await fx.mount({ params: { objects: [{ objectName: 'h.json', secretPath: 'sys/health' }] } })
+    t.ok(whole.result.ok, 'whole-response mode writes any JSON object')
+  })
+
   t.test('no secret value, JWT or token in the provider log', async (t) => {
     const logs = await fx.provider.logs()
     t.ok(logs.includes('"msg":"mount"'), 'mount lines were logged')
