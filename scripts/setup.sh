@@ -130,5 +130,6 @@ step_postgres() {
 
 step_openbao
 step_driver_client
-step_postgres
+# The demo needs no database; the test suite does.
+if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
 log "done in $(elapsed "$TOTAL_START")"

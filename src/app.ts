@@ -17,7 +17,12 @@ export interface Provider {
   close(graceMs: number): Promise<void>
 }
 
-async function chooseHmacKey(config: ProviderConfig, kube: KubeClient | undefined, env: NodeJS.ProcessEnv, logger: Logger): Promise<HmacKeySource> {
+async function chooseHmacKey(
+  config: ProviderConfig,
+  kube: KubeClient | undefined,
+  env: NodeJS.ProcessEnv,
+  logger: Logger,
+): Promise<HmacKeySource> {
   if (config.hmacKeyFile) return fileKey(config.hmacKeyFile)
   if (kube) return kubernetesSecretKey(kube, await kube.ownNamespace(env), config.hmacSecretName)
   logger.warn(

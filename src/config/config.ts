@@ -61,8 +61,6 @@ export class ConfigError extends Error {
 const FLAG_SPEC = {
   endpoint: { type: 'string' },
   'log-level': { type: 'string' },
-  debug: { type: 'boolean' },
-  version: { type: 'boolean' },
   'health-addr': { type: 'string' },
   'hmac-secret-name': { type: 'string' },
   'hmac-key-file': { type: 'string' },
@@ -76,13 +74,11 @@ const FLAG_SPEC = {
   'vault-tls-server-name': { type: 'string' },
   'vault-tls-client-cert': { type: 'string' },
   'vault-tls-client-key': { type: 'string' },
-  'vault-tls-skip-verify': { type: 'string' },
   'kube-api-url': { type: 'string' },
   'kube-service-account-dir': { type: 'string' },
 } as const
 
 type FlagName = keyof typeof FLAG_SPEC
-export const FLAG_NAMES = Object.keys(FLAG_SPEC) as FlagName[]
 
 /**
  * Go's flag package takes `-name`, `--name`, `-name=value` and, for booleans,
@@ -95,23 +91,22 @@ function normaliseGoFlags(argv: readonly string[]): string[] {
   })
 }
 
-// Boolean flags that Go users write as `-flag=true|false`.
-const BOOL_FLAGS_WITH_VALUE = new Set(['debug', 'version'])
+// Go bool flags: bare (`-debug`) means true, `-debug=false` is allowed, and
+// the last occurrence wins. parseArgs knows none of that; resolve them here.
+const BOOL_FLAGS = new Set(['debug', 'version', 'vault-tls-skip-verify'])
 
-function splitBoolAssignments(argv: string[]): { argv: string[]; negated: Set<string> } {
-  const negated = new Set<string>()
+function extractBoolFlags(argv: string[]): { argv: string[]; bools: Map<string, boolean> } {
+  const bools = new Map<string, boolean>()
   const out: string[] = []
   for (const arg of argv) {
-    const m = /^--([\w-]+)=(.*)$/.exec(arg)
-    if (m && BOOL_FLAGS_WITH_VALUE.has(m[1]!)) {
-      const value = parseBool(m[2]!, `-${m[1]}`)
-      if (value) out.push(`--${m[1]}`)
-      else negated.add(m[1]!)
+    const m = /^--([\w-]+)(?:=(.*))?$/.exec(arg)
+    if (m && BOOL_FLAGS.has(m[1]!)) {
+      bools.set(m[1]!, m[2] === undefined ? true : parseBool(m[2], `-${m[1]}`))
       continue
     }
     out.push(arg)
   }
-  return { argv: out, negated }
+  return { argv: out, bools }
 }
 
 /** Go's strconv.ParseBool spellings, which existing manifests use. */
@@ -126,19 +121,31 @@ function parseNonNegativeInt(value: string, what: string): number {
   return Number.parseInt(value, 10)
 }
 
-/** Accepts Go-style durations used in manifests: `90s`, `2m`, `1500ms`, or plain seconds. */
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** Go-style durations as manifests write them: `90s`, `2m`, `1m30s`, `1500ms`; a bare number is seconds. */
 export function parseDurationMs(value: string, what: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim())
-  if (!m) throw new ConfigError(`${what} must be a duration such as 90s or 2m, got ${JSON.stringify(value)}`)
-  const n = Number(m[1])
-  const unit = m[2] ?? 's'
-  const factor = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000
-  return Math.round(n * factor)
+  const text = value.trim()
+  const bad = new ConfigError(`${what} must be a duration such as 90s, 2m or 1m30s, got ${JSON.stringify(value)}`)
+  if (/^\d+(?:\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000)
+  if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(text)) throw bad
+  let total = 0
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * DURATION_UNITS_MS[m[2]!]!
+  return Math.round(total)
+}
+
+export const MIN_MOUNT_TIMEOUT_MS = 1000
+
+function parseMountTimeout(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_MOUNT_TIMEOUT_MS
+  const ms = parseDurationMs(raw, '-mount-timeout')
+  if (ms < MIN_MOUNT_TIMEOUT_MS) throw new ConfigError(`-mount-timeout must be at least 1s, got ${JSON.stringify(raw)}`)
+  return ms
 }
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
-  const { argv: args, negated } = splitBoolAssignments(normaliseGoFlags(argv))
-  let values: Partial<Record<FlagName, string | boolean>>
+  const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
+  let values: Partial<Record<FlagName, string>>
   try {
     ;({ values } = parseArgs({ args, options: FLAG_SPEC, strict: true, allowPositionals: false }))
   } catch (err) {
@@ -153,12 +160,12 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return v === undefined || v === '' ? undefined : v
   }
 
-  const logLevelRaw = str('log-level') ?? (values.debug === true && !negated.has('debug') ? 'debug' : 'info')
+  const logLevelRaw = str('log-level') ?? (bools.get('debug') === true ? 'debug' : 'info')
   if (!(LOG_LEVELS as readonly string[]).includes(logLevelRaw)) {
     throw new ConfigError(`-log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevelRaw)}`)
   }
 
-  const skipVerifyRaw = str('vault-tls-skip-verify') ?? envStr('VAULT_SKIP_VERIFY')
+  const skipVerifyEnv = envStr('VAULT_SKIP_VERIFY')
   const cacheSizeRaw = str('cache-size')
 
   return {
@@ -168,10 +175,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     hmacSecretName: str('hmac-secret-name') ?? DEFAULT_HMAC_SECRET_NAME,
     hmacKeyFile: str('hmac-key-file'),
     cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseNonNegativeInt(cacheSizeRaw, '-cache-size'),
-    mountTimeoutMs:
-      str('mount-timeout') === undefined
-        ? DEFAULT_MOUNT_TIMEOUT_MS
-        : parseDurationMs(str('mount-timeout')!, '-mount-timeout'),
+    mountTimeoutMs: parseMountTimeout(str('mount-timeout')),
     vault: {
       address: str('vault-addr') ?? envStr('VAULT_ADDR'),
       namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),
@@ -183,13 +187,14 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         clientCertPath: str('vault-tls-client-cert') ?? envStr('VAULT_CLIENT_CERT'),
         clientKeyPath: str('vault-tls-client-key') ?? envStr('VAULT_CLIENT_KEY'),
         skipVerify:
-          skipVerifyRaw === undefined ? false : parseBool(skipVerifyRaw, '-vault-tls-skip-verify / VAULT_SKIP_VERIFY'),
+          bools.get('vault-tls-skip-verify') ??
+          (skipVerifyEnv === undefined ? false : parseBool(skipVerifyEnv, 'VAULT_SKIP_VERIFY')),
       },
     },
     kube: {
       apiUrl: str('kube-api-url'),
       serviceAccountDir: str('kube-service-account-dir') ?? DEFAULT_KUBE_SA_DIR,
     },
-    showVersion: values.version === true && !negated.has('version'),
+    showVersion: bools.get('version') === true,
   }
 }

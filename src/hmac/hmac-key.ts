@@ -68,7 +68,10 @@ export function fileKey(file: string): HmacKeySource {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         if (err instanceof ProviderError) throw err
-        throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} cannot be read (${(err as NodeJS.ErrnoException).code})`)
+        throw new ProviderError(
+          'HMAC_KEY_UNAVAILABLE',
+          `${where} cannot be read (${(err as NodeJS.ErrnoException).code})`,
+        )
       }
     }
     await mkdir(path.dirname(file), { recursive: true })
@@ -78,7 +81,10 @@ export function fileKey(file: string): HmacKeySource {
       await handle.close()
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-        throw new ProviderError('HMAC_KEY_UNAVAILABLE', `${where} cannot be created (${(err as NodeJS.ErrnoException).code})`)
+        throw new ProviderError(
+          'HMAC_KEY_UNAVAILABLE',
+          `${where} cannot be created (${(err as NodeJS.ErrnoException).code})`,
+        )
       }
       // Another process is creating it: give it a moment to finish writing.
       await new Promise((r) => setTimeout(r, 50))

@@ -187,7 +187,8 @@ export class KubeClient {
       what,
     )
     if (res.status === 404) return undefined
-    if (res.status !== 200) throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    if (res.status !== 200)
+      throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
     const data = (res.body as { data?: Record<string, unknown> } | undefined)?.data ?? {}
     const out = new Map<string, Buffer>()
     for (const [k, v] of Object.entries(data)) {

@@ -20,7 +20,10 @@ export function decodeValue(value: string, encoding: Encoding, what: string): Bu
     case 'hex': {
       const compact = value.trim()
       if (!HEX.test(compact)) {
-        throw new ProviderError('DECODE_FAILED', `${what}: the value is not valid hex (an even number of 0-9a-f digits)`)
+        throw new ProviderError(
+          'DECODE_FAILED',
+          `${what}: the value is not valid hex (an even number of 0-9a-f digits)`,
+        )
       }
       return Buffer.from(compact, 'hex')
     }

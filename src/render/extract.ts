@@ -24,7 +24,10 @@ function listKeys(obj: Record<string, unknown>): string {
 
 function responseObject(body: unknown, what: string): Record<string, unknown> {
   if (body === '' || body === undefined || body === null) {
-    throw new ProviderError('VAULT_BAD_RESPONSE', `${what}: Vault answered with an empty body (no secret at this path?)`)
+    throw new ProviderError(
+      'VAULT_BAD_RESPONSE',
+      `${what}: Vault answered with an empty body (no secret at this path?)`,
+    )
   }
   if (!isPlainObject(body)) {
     throw new ProviderError('VAULT_BAD_RESPONSE', `${what}: Vault's answer is not a JSON object`)

@@ -3,7 +3,7 @@
  * HashiCorp's vault-csi-provider. Pure: a string in, typed objects or a
  * ProviderError naming the object and field out.
  */
-import { parseDocument, isMap, isSeq, isScalar } from 'yaml'
+import { parseDocument, isMap, isSeq, isScalar, type YAMLMap, type YAMLSeq } from 'yaml'
 import { ProviderError, q } from '../errors.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
 import { ENCODINGS, METHODS, type Encoding, type HttpMethod, type Json, type SecretObject } from './types.js'
@@ -22,6 +22,8 @@ const KNOWN_FIELDS = new Set([
   'filePermission',
   'encoding',
 ])
+/** Fields Go decodes into strings: a plain scalar there keeps its source text (`0123`, `on`). */
+const STRING_FIELDS = new Set(['objectName', 'secretPath', 'secretKey', 'method', 'encoding'])
 /** Accepted for compatibility and ignored, as the reference provider does. */
 const LEGACY_FIELDS = new Set(['objectVersion'])
 
@@ -35,7 +37,7 @@ function loadYaml(text: string): unknown {
   if (Buffer.byteLength(text) > MAX_OBJECTS_YAML_BYTES) {
     throw new ProviderError('BAD_PARAMETER', `parameter "objects" is larger than ${MAX_OBJECTS_YAML_BYTES} bytes`)
   }
-  const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: false })
+  const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: true })
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!
     const pos = first.linePos?.[0]
@@ -47,11 +49,53 @@ function loadYaml(text: string): unknown {
   if (contents !== null && !isSeq(contents) && !isMap(contents) && !isScalar(contents)) {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" must be a YAML list of objects')
   }
+  let data: unknown
   try {
-    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES })
+    data = doc.toJS({ maxAliasCount: MAX_YAML_ALIASES })
   } catch {
     throw new ProviderError('BAD_PARAMETER', `parameter "objects" uses more than ${MAX_YAML_ALIASES} YAML aliases`)
   }
+  if (isSeq(contents) && Array.isArray(data)) restoreSourceText(contents, data)
+  return data
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+/**
+ * YAML 1.1 typing turns `secretKey: 0123` into 83 and `objectName: on` into
+ * true; Go's yaml gives string fields and string map keys their source text.
+ * Put the source text back where Go would keep it.
+ */
+function restoreSourceText(seq: YAMLSeq, data: unknown[]): void {
+  seq.items.forEach((item, i) => {
+    const target = data[i]
+    if (!isMap(item) || !isRecord(target)) return
+    for (const pair of item.items) {
+      if (!isScalar(pair.key)) continue
+      const key = String(pair.key.value)
+      const value = pair.value
+      const typed = isScalar(value) && (typeof value.value === 'number' || typeof value.value === 'boolean')
+      if (STRING_FIELDS.has(key) && typed && value.source !== undefined) {
+        target[key] = value.source
+      }
+      if (key === 'secretArgs' && isMap(value)) target[key] = withSourceKeys(value, target[key])
+    }
+  })
+}
+
+function withSourceKeys(map: YAMLMap, js: unknown): unknown {
+  if (!isRecord(js)) return js
+  const out: Record<string, unknown> = {}
+  for (const pair of map.items) {
+    // Merge keys and complex keys: keep what the YAML library built.
+    if (!isScalar(pair.key) || pair.key.value === '<<') return js
+    const jsKey = String(pair.key.value)
+    const sourceKey = typeof pair.key.value === 'string' ? pair.key.value : (pair.key.source ?? jsKey)
+    out[sourceKey] = isMap(pair.value) ? withSourceKeys(pair.value, js[jsKey]) : js[jsKey]
+  }
+  return out
 }
 
 /** Strings are expected, but a YAML scalar such as `secretKey: 123` is what Go's yaml also accepts. */
@@ -152,11 +196,7 @@ function parseObject(index: number, entry: unknown): SecretObject {
   }
   for (const key of Object.keys(fields)) {
     if (!KNOWN_FIELDS.has(key) && !LEGACY_FIELDS.has(key)) {
-      throw objectError(
-        index,
-        name,
-        `unknown field ${q(key)} (known fields: ${[...KNOWN_FIELDS].join(', ')})`,
-      )
+      throw objectError(index, name, `unknown field ${q(key)} (known fields: ${[...KNOWN_FIELDS].join(', ')})`)
     }
   }
   const pathProblem = filePathProblem(name)
@@ -185,7 +225,11 @@ function parseObject(index: number, entry: unknown): SecretObject {
   if (fields.encoding !== undefined && fields.encoding !== null && fields.encoding !== '') {
     const e = scalarString(fields.encoding)?.toLowerCase()
     if (e === undefined || !(ENCODINGS as readonly string[]).includes(e)) {
-      throw objectError(index, name, `encoding must be one of ${ENCODINGS.join(', ')}, got ${q(String(fields.encoding))}`)
+      throw objectError(
+        index,
+        name,
+        `encoding must be one of ${ENCODINGS.join(', ')}, got ${q(String(fields.encoding))}`,
+      )
     }
     encoding = e as Encoding
   }
@@ -229,7 +273,10 @@ export function parseObjects(text: string): SecretObject[] {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is an empty list: list at least one object')
   }
   if (data.length > MAX_OBJECTS) {
-    throw new ProviderError('BAD_PARAMETER', `parameter "objects" lists ${data.length} objects; at most ${MAX_OBJECTS} are allowed`)
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `parameter "objects" lists ${data.length} objects; at most ${MAX_OBJECTS} are allowed`,
+    )
   }
   const objects = data.map((entry, i) => parseObject(i, entry))
   const { duplicates, nested } = pathConflicts(objects.map((o) => o.objectName))

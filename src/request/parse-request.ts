@@ -50,7 +50,10 @@ function parseStringMap(text: string, what: string): Map<string, string> {
   const obj = parseJsonObject(text, what)
   const entries = Object.entries(obj)
   if (entries.length > MAX_ATTRIBUTE_COUNT) {
-    throw new ProviderError('BAD_REQUEST', `${what} has ${entries.length} keys; at most ${MAX_ATTRIBUTE_COUNT} are allowed`)
+    throw new ProviderError(
+      'BAD_REQUEST',
+      `${what} has ${entries.length} keys; at most ${MAX_ATTRIBUTE_COUNT} are allowed`,
+    )
   }
   const out = new Map<string, string>()
   for (const [key, value] of entries) {
@@ -97,11 +100,17 @@ export function parsePodTokens(text: string): Map<string, PodToken> {
   const out = new Map<string, PodToken>()
   for (const [audience, entry] of Object.entries(obj)) {
     if (entry === null || typeof entry !== 'object') {
-      throw new ProviderError('BAD_REQUEST', `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} is not an object`)
+      throw new ProviderError(
+        'BAD_REQUEST',
+        `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} is not an object`,
+      )
     }
     const { token, expirationTimestamp } = entry as Record<string, unknown>
     if (typeof token !== 'string' || token === '') {
-      throw new ProviderError('BAD_REQUEST', `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} has no token`)
+      throw new ProviderError(
+        'BAD_REQUEST',
+        `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} has no token`,
+      )
     }
     out.set(audience, {
       token,
@@ -129,28 +138,39 @@ function parsePod(attrs: Map<string, string>): PodIdentity {
   }
 }
 
+/** An address as it may be shown in an error: without user-info, query or fragment, which can hold credentials. */
+function displayAddress(raw: string): string {
+  return q(raw.replace(/\/\/[^/@]*@/, '//…@').replace(/[?#].*$/, ''))
+}
+
 /** Accepts http(s):// and unix:// (a Vault Agent socket); returns it without a trailing slash. */
 export function parseVaultAddress(raw: string, what: string): string {
   let url: URL
   try {
     url = new URL(raw)
   } catch {
-    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} is not a URL such as https://vault.example:8200`)
-  }
-  if (url.protocol === 'unix:') {
-    if (url.pathname === '' || url.pathname === '/') {
-      throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} names no socket path`)
-    }
-    return `unix://${url.pathname}`
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} must start with https://, http:// or unix://`)
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `${what} ${displayAddress(raw)} is not a URL such as https://vault.example:8200`,
+    )
   }
   if (url.username || url.password) {
     throw new ProviderError('BAD_PARAMETER', `${what} must not carry credentials`)
   }
   if (url.search || url.hash) {
-    throw new ProviderError('BAD_PARAMETER', `${what} ${q(raw)} must not have a query or fragment`)
+    throw new ProviderError('BAD_PARAMETER', `${what} ${displayAddress(raw)} must not have a query or fragment`)
+  }
+  if (url.protocol === 'unix:') {
+    if (url.pathname === '' || url.pathname === '/') {
+      throw new ProviderError('BAD_PARAMETER', `${what} ${displayAddress(raw)} names no socket path`)
+    }
+    return `unix://${url.pathname}`
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `${what} ${displayAddress(raw)} must start with https://, http:// or unix://`,
+    )
   }
   return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`
 }
@@ -167,8 +187,15 @@ function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
   const raw = a ?? b ?? fallback
   const which = a !== undefined ? 'vaultAuthMountPath' : b !== undefined ? 'vaultKubernetesMountPath' : '-vault-mount'
   const mount = raw.replace(/^\/+|\/+$/g, '')
-  if (mount === '' || !/^[A-Za-z0-9_.\-/]+$/.test(mount) || mount.split('/').some((s) => s === '' || s === '..' || s === '.')) {
-    throw new ProviderError('BAD_PARAMETER', `${which} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`)
+  if (
+    mount === '' ||
+    !/^[A-Za-z0-9_.\-/]+$/.test(mount) ||
+    mount.split('/').some((s) => s === '' || s === '..' || s === '.')
+  ) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `${which} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
+    )
   }
   return mount
 }
@@ -221,7 +248,10 @@ export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults)
       'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
     )
   }
-  const address = parseVaultAddress(addressRaw, attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address')
+  const address = parseVaultAddress(
+    addressRaw,
+    attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address',
+  )
 
   const objectsText = attrs.get('objects')
   if (objectsText === undefined || objectsText.trim() === '') {
@@ -230,7 +260,7 @@ export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults)
   const objects = parseObjects(objectsText)
 
   // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
-  const tokensText = attrs.get(ATTR.tokens) ?? secrets.get(ATTR.tokens)
+  const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)
   const podTokens = tokensText === undefined || tokensText === '' ? undefined : parsePodTokens(tokensText)
 
   const namespace = attrs.get('vaultNamespace') || defaults.namespace

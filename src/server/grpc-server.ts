@@ -102,7 +102,9 @@ export class ProviderServer {
         (result) => {
           callback(null, {
             object_version: result.objects.map((o) => ({ id: o.id, version: o.version })),
-            files: result.objects.flatMap((o) => o.files.map((f) => ({ path: f.path, mode: f.mode, contents: f.contents }))),
+            files: result.objects.flatMap((o) =>
+              o.files.map((f) => ({ path: f.path, mode: f.mode, contents: f.contents })),
+            ),
           })
         },
         (err: unknown) => callback(toStatus(toProviderError(err))),

@@ -3,7 +3,11 @@
  * completion; the first failure in item order is then thrown, so the error a
  * user sees does not depend on timing.
  */
-export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapBounded<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<PromiseSettledResult<R>>(items.length)
   let next = 0
   const worker = async (): Promise<void> => {

@@ -46,7 +46,10 @@ function vaultErrors(body: unknown): string[] {
   if (body === null || typeof body !== 'object') return []
   const errors = (body as { errors?: unknown }).errors
   if (!Array.isArray(errors)) return []
-  return errors.filter((e): e is string => typeof e === 'string').map(oneLine).filter((e) => e !== '')
+  return errors
+    .filter((e): e is string => typeof e === 'string')
+    .map(oneLine)
+    .filter((e) => e !== '')
 }
 
 export function describeFailure(err: unknown): VaultFailure {

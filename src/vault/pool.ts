@@ -33,9 +33,7 @@ export class SessionPool {
   constructor(maxSessions: number, logger: Logger) {
     this.logger = logger
     this.sessions =
-      maxSessions > 0
-        ? new LRUCache<string, VaultSession>({ max: maxSessions, dispose: (s) => s.close() })
-        : undefined
+      maxSessions > 0 ? new LRUCache<string, VaultSession>({ max: maxSessions, dispose: (s) => s.close() }) : undefined
     this.transports = new LRUCache<string, Promise<Transport>>({
       max: MAX_TRANSPORTS,
       dispose: (p) => {

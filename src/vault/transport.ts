@@ -50,7 +50,10 @@ async function readCaDirectory(dir: string): Promise<Buffer[]> {
     names = await readdir(dir)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error'
-    throw new ProviderError('BAD_PARAMETER', `Vault CA directory ${q(dir)} cannot be read in the provider pod (${code})`)
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `Vault CA directory ${q(dir)} cannot be read in the provider pod (${code})`,
+    )
   }
   const pems: Buffer[] = []
   for (const name of names.sort()) {

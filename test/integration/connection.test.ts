@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { Fixture } from '../support/fixture.js'
-import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
+import { configureJwtAuth } from '../support/jwt.js'
 import { startOpenBao } from '../support/openbao.js'
 import { startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
@@ -13,7 +13,12 @@ const OBJECTS = [{ objectName: 'v', secretPath: 'secret/data/conn', secretKey: '
 async function seed(bao: Awaited<ReturnType<typeof startOpenBao>>, value: string, namespace?: string): Promise<void> {
   const opts = namespace ? { namespace } : undefined
   await configureJwtAuthIn(bao, namespace)
-  const policy = await bao.api('PUT', '/v1/sys/policies/acl/app-read', { policy: 'path "secret/*" { capabilities = ["read"] }' }, opts)
+  const policy = await bao.api(
+    'PUT',
+    '/v1/sys/policies/acl/app-read',
+    { policy: 'path "secret/*" { capabilities = ["read"] }' },
+    opts,
+  )
   if (policy.status >= 300) throw new Error(`policy: ${policy.status}`)
   const role = await bao.api(
     'POST',
@@ -35,7 +40,12 @@ async function configureJwtAuthIn(bao: Awaited<ReturnType<typeof startOpenBao>>,
   const opts = { namespace }
   const en = await bao.api('POST', '/v1/sys/auth/jwt', { type: 'jwt' }, opts)
   if (en.status >= 300) throw new Error(`enable jwt in ns: ${en.status} ${JSON.stringify(en.body)}`)
-  const cfg = await bao.api('POST', '/v1/auth/jwt/config', { jwt_validation_pubkeys: [defaultKeyPair().publicKeyPem] }, opts)
+  const cfg = await bao.api(
+    'POST',
+    '/v1/auth/jwt/config',
+    { jwt_validation_pubkeys: [defaultKeyPair().publicKeyPem] },
+    opts,
+  )
   if (cfg.status >= 300) throw new Error(`config jwt in ns: ${cfg.status}`)
   const kv = await bao.api('POST', '/v1/sys/mounts/secret', { type: 'kv', options: { version: '2' } }, opts)
   if (kv.status >= 300) throw new Error(`kv in ns: ${kv.status} ${JSON.stringify(kv.body)}`)
@@ -60,7 +70,10 @@ t.test('TLS: a CA file makes it work; without it the error says what to set', as
 
   const missingFile = await fx.mount({ params: { objects: OBJECTS, vaultCACertPath: '/nonexistent/ca.pem' } })
   t.equal(missingFile.result.grpcCode, 'InvalidArgument')
-  t.match(missingFile.result.message, /Vault CA certificate "\/nonexistent\/ca.pem" cannot be read in the provider pod \(ENOENT\)/)
+  t.match(
+    missingFile.result.message,
+    /Vault CA certificate "\/nonexistent\/ca.pem" cannot be read in the provider pod \(ENOENT\)/,
+  )
 
   const skip = await fx.mount({ params: { objects: OBJECTS, vaultSkipTLSVerify: 'true' } })
   t.ok(skip.result.ok, skip.result.message)

@@ -12,17 +12,48 @@ t.test('PKI issue with PUT and secretArgs', async (t) => {
   await fx.bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '24h' } })
   const root = await fx.bao.api('POST', '/v1/pki/root/generate/internal', { common_name: 'Test Root', ttl: '24h' })
   t.equal(root.status, 200, JSON.stringify(root.body?.errors))
-  const role = await fx.bao.api('POST', '/v1/pki/roles/web', { allowed_domains: ['example.test'], allow_subdomains: true, max_ttl: '1h' })
+  const role = await fx.bao.api('POST', '/v1/pki/roles/web', {
+    allowed_domains: ['example.test'],
+    allow_subdomains: true,
+    max_ttl: '1h',
+  })
   t.ok(role.status < 300)
-  await fx.bao.writePolicy('app-read', 'path "secret/*" { capabilities = ["read"] }\npath "pki/issue/web" { capabilities = ["update"] }')
+  await fx.bao.writePolicy(
+    'app-read',
+    'path "secret/*" { capabilities = ["read"] }\npath "pki/issue/web" { capabilities = ["update"] }',
+  )
 
   const { result, files } = await fx.mount({
     params: {
       objects: [
-        { objectName: 'tls.crt', secretPath: 'pki/issue/web', method: 'PUT', secretKey: 'certificate', secretArgs: { common_name: 'a.example.test', ttl: '10m' } },
-        { objectName: 'tls.key', secretPath: 'pki/issue/web', method: 'PUT', secretKey: 'private_key', secretArgs: { common_name: 'a.example.test', ttl: '10m' } },
-        { objectName: 'ca.crt', secretPath: 'pki/issue/web', method: 'put', secretKey: 'issuing_ca', secretArgs: { common_name: 'a.example.test', ttl: '10m' } },
-        { objectName: 'other.crt', secretPath: 'pki/issue/web', method: 'PUT', secretKey: 'certificate', secretArgs: { common_name: 'b.example.test', ttl: '10m' } },
+        {
+          objectName: 'tls.crt',
+          secretPath: 'pki/issue/web',
+          method: 'PUT',
+          secretKey: 'certificate',
+          secretArgs: { common_name: 'a.example.test', ttl: '10m' },
+        },
+        {
+          objectName: 'tls.key',
+          secretPath: 'pki/issue/web',
+          method: 'PUT',
+          secretKey: 'private_key',
+          secretArgs: { common_name: 'a.example.test', ttl: '10m' },
+        },
+        {
+          objectName: 'ca.crt',
+          secretPath: 'pki/issue/web',
+          method: 'put',
+          secretKey: 'issuing_ca',
+          secretArgs: { common_name: 'a.example.test', ttl: '10m' },
+        },
+        {
+          objectName: 'other.crt',
+          secretPath: 'pki/issue/web',
+          method: 'PUT',
+          secretKey: 'certificate',
+          secretArgs: { common_name: 'b.example.test', ttl: '10m' },
+        },
       ],
     },
   })
@@ -36,7 +67,10 @@ t.test('PKI issue with PUT and secretArgs', async (t) => {
   const other = new X509Certificate(files.get('other.crt')!.bytes)
   t.match(other.subject, /CN=b\.example\.test/, 'different secretArgs are a different Vault call')
   t.not(other.serialNumber, cert.serialNumber)
-  t.same(findLeaks(await fx.provider.logs(), [files.get('tls.key')!.bytes.toString().split('\n')[1]!, ...fx.issuedJwts]), [])
+  t.same(
+    findLeaks(await fx.provider.logs(), [files.get('tls.key')!.bytes.toString().split('\n')[1]!, ...fx.issuedJwts]),
+    [],
+  )
 })
 
 t.test('database credentials: username and password from one lease', async (t) => {
@@ -47,7 +81,10 @@ t.test('database credentials: username and password from one lease', async (t) =
     await pg.stop()
   })
   await configurePostgresSecretsEngine(fx.bao, pg, { role: 'app' })
-  await fx.bao.writePolicy('app-read', 'path "secret/*" { capabilities = ["read"] }\npath "database/creds/app" { capabilities = ["read"] }')
+  await fx.bao.writePolicy(
+    'app-read',
+    'path "secret/*" { capabilities = ["read"] }\npath "database/creds/app" { capabilities = ["read"] }',
+  )
 
   const { result, files } = await fx.mount({
     params: {

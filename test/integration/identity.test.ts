@@ -14,8 +14,25 @@ import { startProvider } from '../support/provider.js'
 /** The stub speaks plain HTTP, but OpenBao insists on a CA certificate once local CA discovery is off. */
 function selfSignedCaPem(): string {
   const dir = mkdtempSync(join(tmpdir(), 'vcp-ca-'))
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=test-ca', '-days', '1',
-    '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem')], { stdio: 'ignore' })
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=test-ca',
+      '-days',
+      '1',
+      '-keyout',
+      join(dir, 'k.pem'),
+      '-out',
+      join(dir, 'c.pem'),
+    ],
+    { stdio: 'ignore' },
+  )
   const pem = readFileSync(join(dir, 'c.pem'), 'utf8')
   rmSync(dir, { recursive: true, force: true })
   return pem
@@ -41,16 +58,24 @@ t.test('identity and login', async (t) => {
     const { result } = await fx.mount({ pod: { serviceAccount: 'intruder' }, params: { objects } })
     t.notOk(result.ok)
     t.equal(result.grpcCode, 'PermissionDenied')
-    t.match(result.message, /login to Vault at http:\/\/127\.0\.0\.1:\d+ \(role "app", auth mount "jwt"\): Vault answered 40[03]: .*sub/)
+    t.match(
+      result.message,
+      /login to Vault at http:\/\/127\.0\.0\.1:\d+ \(role "app", auth mount "jwt"\): Vault answered 40[03]: .*sub/,
+    )
   })
 
   t.test('a policy that does not cover the path is PermissionDenied naming the path', async (t) => {
     await fx.bao.api('POST', '/v1/sys/mounts/other', { type: 'kv', options: { version: '2' } })
     await fx.bao.api('POST', '/v1/other/data/x', { data: { a: 'b' } })
-    const { result } = await fx.mount({ params: { objects: [{ objectName: 'o', secretPath: 'other/data/x', secretKey: 'a' }] } })
+    const { result } = await fx.mount({
+      params: { objects: [{ objectName: 'o', secretPath: 'other/data/x', secretKey: 'a' }] },
+    })
     t.notOk(result.ok)
     t.equal(result.grpcCode, 'PermissionDenied')
-    t.match(result.message, /object "o": GET other\/data\/x \(role "app", auth mount "jwt"\): Vault answered 403: permission denied$/)
+    t.match(
+      result.message,
+      /object "o": GET other\/data\/x \(role "app", auth mount "jwt"\): Vault answered 403: permission denied$/,
+    )
   })
 
   t.test('custom audience', async (t) => {
@@ -74,7 +99,10 @@ t.test('identity and login', async (t) => {
 
   t.test('TokenRequest through the Kubernetes API when the driver passes no token', async (t) => {
     const before = kube.issued.length
-    const { result, files } = await fx.mount({ pod: { tokenAudience: null, name: 'tr-pod', uid: 'uid-tr' }, params: { objects } })
+    const { result, files } = await fx.mount({
+      pod: { tokenAudience: null, name: 'tr-pod', uid: 'uid-tr' },
+      params: { objects },
+    })
     t.ok(result.ok, result.message)
     t.equal(files.get('v')?.bytes.toString(), 'identity-secret-Qw7')
     t.equal(kube.issued.length, before + 1, 'one token requested')
@@ -134,7 +162,9 @@ t.test('identity and login', async (t) => {
     t.equal(files.get('v')?.bytes.toString(), 'identity-secret-Qw7')
 
     // The default auth mount is -vault-mount (kubernetes); vaultKubernetesMountPath is its alias.
-    const alias = await fx.mount({ params: { objects, roleName: 'k8s-app', vaultKubernetesMountPath: 'kubernetes', vaultAuthMountPath: '' } })
+    const alias = await fx.mount({
+      params: { objects, roleName: 'k8s-app', vaultKubernetesMountPath: 'kubernetes', vaultAuthMountPath: '' },
+    })
     t.ok(alias.result.ok, alias.result.message)
   })
 
@@ -154,9 +184,15 @@ t.test('a second jwt mount with bound_claims on the pod', async (t) => {
   })
   await fx.kvPut('claims', { k: 'claims-secret' })
   const objects = [{ objectName: 'k', secretPath: 'secret/data/claims', secretKey: 'k' }]
-  const ok = await fx.mount({ pod: { name: 'web-0' }, params: { objects, roleName: 'only-web', vaultAuthMountPath: 'jwt-pods' } })
+  const ok = await fx.mount({
+    pod: { name: 'web-0' },
+    params: { objects, roleName: 'only-web', vaultAuthMountPath: 'jwt-pods' },
+  })
   t.ok(ok.result.ok, ok.result.message)
-  const denied = await fx.mount({ pod: { name: 'web-1' }, params: { objects, roleName: 'only-web', vaultAuthMountPath: 'jwt-pods' } })
+  const denied = await fx.mount({
+    pod: { name: 'web-1' },
+    params: { objects, roleName: 'only-web', vaultAuthMountPath: 'jwt-pods' },
+  })
   t.notOk(denied.result.ok)
   t.equal(denied.result.grpcCode, 'PermissionDenied')
   t.match(denied.result.message, /bound_claims|claim/)
@@ -177,7 +213,10 @@ t.test('without tokens and without a Kubernetes API the error says how to fix it
 t.test('the HMAC key comes from a Kubernetes Secret shared by every node', async (t) => {
   const kube = await startKubeApi()
   const fx = await Fixture.start({ args: [`-kube-api-url=${kube.url}`] })
-  const second = await startProvider({ args: [`-kube-api-url=${kube.url}`, `-vault-addr=${fx.bao.addr}`], hmacKeyFile: '' })
+  const second = await startProvider({
+    args: [`-kube-api-url=${kube.url}`, `-vault-addr=${fx.bao.addr}`],
+    hmacKeyFile: '',
+  })
   t.teardown(async () => {
     await second.stop()
     await fx.stop()

@@ -76,7 +76,9 @@ t.test('KV secrets through the driver client', async (t) => {
 
   t.test('a value that is not base64 is refused naming the object and key', async (t) => {
     const { result } = await fx.mount({
-      params: { objects: [{ objectName: 'bad', secretPath: 'secret/data/encoded', secretKey: 'bad', encoding: 'base64' }] },
+      params: {
+        objects: [{ objectName: 'bad', secretPath: 'secret/data/encoded', secretKey: 'bad', encoding: 'base64' }],
+      },
     })
     t.notOk(result.ok)
     t.equal(result.grpcCode, 'InvalidArgument')
@@ -101,7 +103,10 @@ t.test('KV secrets through the driver client', async (t) => {
     })
     t.notOk(result.ok)
     t.equal(result.grpcCode, 'NotFound')
-    t.match(result.message, /object "x" \(GET secret\/data\/app\).*secretKey "pasword" not found; keys present: "nested", "password", "user"/)
+    t.match(
+      result.message,
+      /object "x" \(GET secret\/data\/app\).*secretKey "pasword" not found; keys present: "nested", "password", "user"/,
+    )
     t.notMatch(result.message, /kv2-password/)
   })
 
@@ -162,9 +167,15 @@ t.test('KV secrets through the driver client', async (t) => {
     )
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       // A write answers 204 with no body.
-      [{ objectName: 'empty', secretPath: 'kv1/written', method: 'POST', secretArgs: { a: 'b' }, secretKey: 'a' }, /object "empty".*empty body/],
+      [
+        { objectName: 'empty', secretPath: 'kv1/written', method: 'POST', secretArgs: { a: 'b' }, secretKey: 'a' },
+        /object "empty".*empty body/,
+      ],
       // sys/health has no "data" object.
-      [{ objectName: 'health', secretPath: 'sys/health', secretKey: 'initialized' }, /object "health".*no "data" object/],
+      [
+        { objectName: 'health', secretPath: 'sys/health', secretKey: 'initialized' },
+        /object "health".*no "data" object/,
+      ],
     ]
     for (const [object, expected] of cases) {
       const { result } = await fx.mount({ params: { objects: [object] } })

@@ -13,7 +13,7 @@ t.test('Version through the driver client, and the socket is owner-only', async 
   const provider = await startProvider()
   t.teardown(() => provider.stop())
   const v = await driverVersion({ socketDir: provider.socketDir, provider: 'vault' })
-  t.equal(v.ok, true, v.message ?? "")
+  t.equal(v.ok, true, v.message ?? '')
   t.equal(v.version, 'v1alpha1')
   t.equal(v.runtimeName, 'vault-csi-provider-ts')
   t.match(v.runtimeVersion, /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/, 'semver')
@@ -38,7 +38,7 @@ t.test('a stale socket left by a killed process does not block a restart', async
   const second = await startProvider({ socketDir: first.socketDir })
   t.teardown(() => second.stop())
   const v = await driverVersion({ socketDir: second.socketDir, provider: 'vault' })
-  t.equal(v.ok, true, v.message ?? "")
+  t.equal(v.ok, true, v.message ?? '')
   t.match(await second.logs(), /removed a stale socket file/)
 })
 
@@ -98,11 +98,36 @@ t.test('bad input never takes the daemon down', async (t) => {
     ['an array', '[]', /attributes must be a JSON object/],
     ['no roleName', { objects: '- objectName: a\n  secretPath: x' }, /parameter "roleName" is required/],
     ['objects not YAML', { roleName: 'app', objects: 'a: [' }, /parameter "objects" is not valid YAML/],
-    ['unknown field', { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  secretkey: y' }, /object "a": unknown field "secretkey"/],
-    ['bad method', { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  method: DELETE' }, /object "a": method must be one of GET, PUT, POST/],
-    ['bad encoding', { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  encoding: rot13' }, /object "a": encoding must be one of utf-8, base64, hex/],
-    ['bad skip-verify', { roleName: 'app', vaultSkipTLSVerify: 'maybe', objects: '- objectName: a\n  secretPath: x' }, /vaultSkipTLSVerify" must be true or false/],
-    ['both mount aliases', { roleName: 'app', vaultAuthMountPath: 'a', vaultKubernetesMountPath: 'b', objects: '- objectName: a\n  secretPath: x' }, /set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath"/],
+    [
+      'unknown field',
+      { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  secretkey: y' },
+      /object "a": unknown field "secretkey"/,
+    ],
+    [
+      'bad method',
+      { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  method: DELETE' },
+      /object "a": method must be one of GET, PUT, POST/,
+    ],
+    [
+      'bad encoding',
+      { roleName: 'app', objects: '- objectName: a\n  secretPath: x\n  encoding: rot13' },
+      /object "a": encoding must be one of utf-8, base64, hex/,
+    ],
+    [
+      'bad skip-verify',
+      { roleName: 'app', vaultSkipTLSVerify: 'maybe', objects: '- objectName: a\n  secretPath: x' },
+      /vaultSkipTLSVerify" must be true or false/,
+    ],
+    [
+      'both mount aliases',
+      {
+        roleName: 'app',
+        vaultAuthMountPath: 'a',
+        vaultKubernetesMountPath: 'b',
+        objects: '- objectName: a\n  secretPath: x',
+      },
+      /set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath"/,
+    ],
   ]
   for (const [name, attrs, expected] of cases) {
     const full = typeof attrs === 'string' ? attrs : { ...fx.podAttributes(), ...attrs }

@@ -5,13 +5,12 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../../src/package-info.js'
 
 /** Path of the driver-client binary (env DRIVER_CLIENT_BIN overrides). */
-export const DRIVER_CLIENT_BIN = process.env['DRIVER_CLIENT_BIN'] ?? join(REPO_ROOT, '.cache', 'bin', 'driver-client')
+export const DRIVER_CLIENT_BIN =
+  process.env['DRIVER_CLIENT_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'driver-client')
 
 export interface DriverMountOptions {
   /** Directory holding `<provider>.sock`. */

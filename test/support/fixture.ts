@@ -62,14 +62,20 @@ export class Fixture {
   static async start(providerOpts: StartProviderOptions = {}): Promise<Fixture> {
     const bao = await startOpenBao()
     await configureJwtAuth(bao, JWT_MOUNT)
-    await bao.writePolicy(DEFAULT_POLICY, 'path "secret/*" { capabilities = ["read"] }\npath "kv1/*" { capabilities = ["read"] }')
+    await bao.writePolicy(
+      DEFAULT_POLICY,
+      'path "secret/*" { capabilities = ["read"] }\npath "kv1/*" { capabilities = ["read"] }',
+    )
     await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
       policies: [DEFAULT_POLICY],
       boundAudiences: ['vault'],
       boundSubject: 'system:serviceaccount:default:app',
       ttl: '1h',
     })
-    const provider = await startProvider({ ...providerOpts, args: [`-vault-addr=${bao.addr}`, ...(providerOpts.args ?? [])] })
+    const provider = await startProvider({
+      ...providerOpts,
+      args: [`-vault-addr=${bao.addr}`, ...(providerOpts.args ?? [])],
+    })
     return new Fixture(bao, provider)
   }
 
@@ -114,7 +120,11 @@ export class Fixture {
   }
 
   buildAttributes(opts: MountOptions): Record<string, string> {
-    const params: Record<string, string> = { roleName: DEFAULT_ROLE, vaultAuthMountPath: JWT_MOUNT, secretProviderClass: 'test-spc' }
+    const params: Record<string, string> = {
+      roleName: DEFAULT_ROLE,
+      vaultAuthMountPath: JWT_MOUNT,
+      secretProviderClass: 'test-spc',
+    }
     for (const [k, v] of Object.entries(opts.params)) {
       params[k] = typeof v === 'string' ? v : stringify(v)
     }

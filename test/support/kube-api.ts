@@ -81,13 +81,21 @@ export async function startKubeApi(key: JwtKeyPair = defaultKeyPair()): Promise<
         const ns = decodeURIComponent(m[1]!)
         if (req.method === 'GET' && m[2]) {
           const data = secrets.get(`${ns}/${decodeURIComponent(m[2])}`)
-          if (!data) return send(res, 404, { kind: 'Status', status: 'Failure', reason: 'NotFound', code: 404, message: 'secrets not found' })
+          if (!data)
+            return send(res, 404, {
+              kind: 'Status',
+              status: 'Failure',
+              reason: 'NotFound',
+              code: 404,
+              message: 'secrets not found',
+            })
           return send(res, 200, { kind: 'Secret', metadata: { name: m[2], namespace: ns }, data })
         }
         if (req.method === 'POST' && !m[2]) {
           const name = body?.metadata?.name as string
           const id = `${ns}/${name}`
-          if (secrets.has(id)) return send(res, 409, { kind: 'Status', reason: 'AlreadyExists', code: 409, message: 'already exists' })
+          if (secrets.has(id))
+            return send(res, 409, { kind: 'Status', reason: 'AlreadyExists', code: 409, message: 'already exists' })
           secrets.set(id, body?.data ?? {})
           return send(res, 201, body)
         }

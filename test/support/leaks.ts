@@ -13,7 +13,8 @@ export function findLeaks(text: string, secrets: readonly string[]): LeakFinding
   const findings: LeakFinding[] = []
   for (const line of text.split('\n')) {
     for (const s of secrets) {
-      if (s.length >= 4 && line.includes(s)) findings.push({ what: `secret value ${s.slice(0, 2)}…`, line: line.slice(0, 200) })
+      if (s.length >= 4 && line.includes(s))
+        findings.push({ what: `secret value ${s.slice(0, 2)}…`, line: line.slice(0, 200) })
     }
     if (JWT.test(line)) findings.push({ what: 'a JWT', line: line.slice(0, 200) })
     if (VAULT_TOKEN.test(line)) findings.push({ what: 'a Vault token', line: line.slice(0, 200) })

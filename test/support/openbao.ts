@@ -16,14 +16,12 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:f
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { request as httpsRequest } from 'node:https'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { freePort } from './ports.js'
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+import { PACKAGE_ROOT } from '../../src/package-info.js'
 
 /** Path of the bao binary (env OPENBAO_BIN overrides `.cache/bin/bao`). */
-export const BAO_BIN = process.env['OPENBAO_BIN'] ?? join(REPO_ROOT, '.cache', 'bin', 'bao')
+export const BAO_BIN = process.env['OPENBAO_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'bao')
 
 export interface StartOpenBaoOptions {
   /** Listen port on 127.0.0.1 (port+1 is used for the cluster listener). Default: a free one. */

@@ -91,7 +91,8 @@ function run(
   args: string[],
   opts: { cwd?: string; env?: NodeJS.ProcessEnv; asPostgres?: boolean; timeoutMs?: number } = {},
 ): Promise<string> {
-  const [file, argv] = opts.asPostgres === true && isRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]
+  const [file, argv] =
+    opts.asPostgres === true && isRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]
   return new Promise((resolvePromise, reject) => {
     execFile(
       file,
@@ -297,7 +298,8 @@ export async function configurePostgresSecretsEngine(
   const role = o.role ?? 'app'
   if (o.mountExists !== true) await bao.enableSecrets('database', mount)
   const must = (what: string, res: { status: number; body: any }): void => {
-    if (res.status < 200 || res.status >= 300) throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
+    if (res.status < 200 || res.status >= 300)
+      throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
   }
   must(
     'configure database connection',

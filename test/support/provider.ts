@@ -4,12 +4,11 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import net from 'node:net'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { makeTempDir } from './tmp.js'
+import { PACKAGE_ROOT } from '../../src/package-info.js'
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
-export const PROVIDER_MAIN = join(REPO_ROOT, 'dist', 'src', 'main.js')
+export const PROVIDER_MAIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
 
 export interface StartProviderOptions {
   /** Directory for vault.sock (default: a fresh temp dir). */

@@ -24,10 +24,7 @@ export async function makeTempDir(prefix = 'vcp-test-'): Promise<TempDir> {
  * A temp dir removed by the tap test's teardown. `t` is any object with a
  * `teardown(fn)` method (a tap Test).
  */
-export async function tempDirFor(
-  t: { teardown(fn: () => unknown): void },
-  prefix?: string,
-): Promise<string> {
+export async function tempDirFor(t: { teardown(fn: () => unknown): void }, prefix?: string): Promise<string> {
   const d = await makeTempDir(prefix)
   t.teardown(() => d.cleanup())
   return d.path

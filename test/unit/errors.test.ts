@@ -1,0 +1,147 @@
+import t from 'tap'
+import { status as GrpcStatus } from '@grpc/grpc-js'
+import {
+  ERROR_CATALOGUE,
+  ProviderError,
+  isProviderError,
+  q,
+  scrub,
+  toProviderError,
+  type ErrorCode,
+} from '../../src/errors.js'
+
+const JWT =
+  'eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50Iiwic3ViIjoid2ViIn0.ZmFrZS1zaWduYXR1cmUtZm9yLXRlc3Rz'
+const UNSIGNED_JWT = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ3ZWIifQ.'
+const HVS = 'hvs.CAESIJlWh3Ck0xY2YzU1c2NlRBd0pLcEZYQjhQRnB6Z3dHUU4'
+const HVB = 'hvb.AAAAAQJpl1lnO4l0uAaXZ9IQ5o9F2OXg0Q6vQn0vQ0oRkM8b'
+const HVR = 'hvr.abcdefghijklmnopqrstuvwxyz012345'
+const LEGACY = 's.Xk3Jd8sLmQ2pR7vTn4wY9zAb'
+const LEGACY_B = 'b.AAAAAQKb9XnLd3s8WqYt7vRm2pZc'
+
+const EXPECTED: Record<ErrorCode, GrpcStatus> = {
+  BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
+  BAD_PARAMETER: GrpcStatus.INVALID_ARGUMENT,
+  BAD_OBJECT: GrpcStatus.INVALID_ARGUMENT,
+  BAD_FILE_PATH: GrpcStatus.INVALID_ARGUMENT,
+  NO_POD_TOKEN: GrpcStatus.FAILED_PRECONDITION,
+  KUBERNETES_API: GrpcStatus.UNAVAILABLE,
+  VAULT_LOGIN_DENIED: GrpcStatus.PERMISSION_DENIED,
+  VAULT_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  VAULT_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  SECRET_KEY_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  VAULT_BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
+  VAULT_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  VAULT_RATE_LIMITED: GrpcStatus.RESOURCE_EXHAUSTED,
+  VAULT_BAD_RESPONSE: GrpcStatus.FAILED_PRECONDITION,
+  DECODE_FAILED: GrpcStatus.INVALID_ARGUMENT,
+  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
+  HMAC_KEY_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
+  INTERNAL: GrpcStatus.INTERNAL,
+}
+
+t.test('every catalogue code has a meaningful gRPC status', async (t) => {
+  const codes = Object.keys(ERROR_CATALOGUE) as ErrorCode[]
+  t.ok(codes.length >= 19)
+  for (const code of codes) {
+    const s = ERROR_CATALOGUE[code]
+    t.not(s, GrpcStatus.OK, code)
+    t.not(s, GrpcStatus.UNKNOWN, code)
+    t.ok(Object.values(GrpcStatus).includes(s), `${code}: a real status`)
+    const err = new ProviderError(code, 'm')
+    t.equal(err.code, code)
+    t.equal(err.grpcStatus, s)
+    t.equal(err.message, 'm')
+    t.equal(err.name, 'ProviderError')
+    t.ok(err instanceof Error)
+  }
+  t.strictSame(ERROR_CATALOGUE, EXPECTED)
+  // Only UNAVAILABLE is retried by the driver; no user mistake may map to it.
+  for (const code of [
+    'BAD_REQUEST',
+    'BAD_PARAMETER',
+    'BAD_OBJECT',
+    'BAD_FILE_PATH',
+    'VAULT_LOGIN_DENIED',
+    'VAULT_PERMISSION_DENIED',
+    'SECRET_KEY_NOT_FOUND',
+    'DECODE_FAILED',
+  ] as const) {
+    t.not(ERROR_CATALOGUE[code], GrpcStatus.UNAVAILABLE, code)
+  }
+})
+
+t.test('scrub removes JWTs and Vault tokens', async (t) => {
+  t.equal(scrub(`login with ${JWT} failed`), 'login with [redacted-jwt] failed')
+  t.equal(scrub(`jwt=${UNSIGNED_JWT}`), 'jwt=[redacted-jwt]')
+  t.equal(scrub(`{"jwt":"${JWT}","role":"web"}`), '{"jwt":"[redacted-jwt]","role":"web"}')
+  t.equal(scrub(`Bearer ${JWT}`), 'Bearer [redacted-jwt]')
+  for (const token of [HVS, HVB, HVR, LEGACY, LEGACY_B]) {
+    t.equal(scrub(`X-Vault-Token: ${token}`), 'X-Vault-Token: [redacted-token]', token.slice(0, 4))
+    t.equal(scrub(`"${token}"`), '"[redacted-token]"', token.slice(0, 4))
+  }
+  t.equal(scrub(`${HVS} and ${JWT} and ${LEGACY}`), '[redacted-token] and [redacted-jwt] and [redacted-token]')
+  // Ordinary text is left alone.
+  for (const text of [
+    'object "db-password" (GET secret/data/db): Vault answered 403: permission denied',
+    'secrets.example.com',
+    'tokens.csi.storage.k8s.io/serviceAccount.tokens',
+    'version s.1',
+    'eyJ is a prefix',
+    'role "web" in namespace "shop"',
+    'hvs.short',
+  ]) {
+    t.equal(scrub(text), text, text)
+  }
+})
+
+t.test('ProviderError scrubs its message, also with context', async (t) => {
+  const err = new ProviderError('VAULT_LOGIN_DENIED', `Vault said: invalid jwt ${JWT} for token ${HVS}`)
+  t.equal(err.message, 'Vault said: invalid jwt [redacted-jwt] for token [redacted-token]')
+  const wrapped = err.withContext(`object "x" ${LEGACY}`)
+  t.equal(wrapped.code, 'VAULT_LOGIN_DENIED')
+  t.equal(wrapped.grpcStatus, GrpcStatus.PERMISSION_DENIED)
+  t.equal(
+    wrapped.message,
+    'object "x" [redacted-token]: Vault said: invalid jwt [redacted-jwt] for token [redacted-token]',
+  )
+  t.ok(wrapped instanceof ProviderError)
+  t.not(wrapped, err)
+  t.equal(err.message, 'Vault said: invalid jwt [redacted-jwt] for token [redacted-token]', 'original unchanged')
+})
+
+t.test('toProviderError hides unknown errors', async (t) => {
+  const own = new ProviderError('VAULT_NOT_FOUND', 'nope')
+  t.equal(toProviderError(own), own)
+  for (const thrown of [
+    new Error(`ECONNRESET while sending ${JWT}`),
+    new TypeError("Cannot read properties of undefined (reading 'password')"),
+    `a string with ${HVS}`,
+    { message: 'plain object with password=hunter2' },
+    undefined,
+    null,
+    42,
+  ]) {
+    const err = toProviderError(thrown)
+    t.ok(err instanceof ProviderError)
+    t.equal(err.code, 'INTERNAL')
+    t.equal(err.grpcStatus, GrpcStatus.INTERNAL)
+    t.equal(err.message, 'internal error (see the provider log for details)')
+  }
+  // Something that only looks like a ProviderError is not trusted.
+  const fake = { name: 'ProviderError', code: 'BAD_PARAMETER', message: `x ${JWT}` }
+  t.equal(toProviderError(fake).code, 'INTERNAL')
+  t.equal(isProviderError(fake), false)
+  t.equal(isProviderError(own), true)
+  t.equal(isProviderError(new Error('x')), false)
+})
+
+t.test('q quotes and cuts', async (t) => {
+  t.equal(q('db-password'), '"db-password"')
+  t.equal(q('a"b\nc'), '"a\\"b\\nc"')
+  t.equal(q('x'.repeat(120)), `"${'x'.repeat(120)}"`)
+  t.equal(q('x'.repeat(121)), `"${'x'.repeat(120)}…"`)
+  t.equal(q('abcdef', 3), '"abc…"')
+  t.equal(q(''), '""')
+})

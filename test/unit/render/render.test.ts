@@ -1,0 +1,174 @@
+import t from 'tap'
+import { status as GrpcStatus } from '@grpc/grpc-js'
+import { ProviderError } from '../../../src/errors.js'
+import { checkVolume, renderObject, versionObject, type RenderedObject } from '../../../src/render/render.js'
+import { objectVersion } from '../../../src/render/versions.js'
+import { parseObjects } from '../../../src/request/objects.js'
+import type { SecretObject } from '../../../src/request/types.js'
+import { thrown } from '../../support/thrown.js'
+
+const KEY = Buffer.alloc(32, 1)
+const LABEL = 'object "x" (GET secret/data/app)'
+
+function providerError(fn: () => unknown): ProviderError {
+  return thrown(fn, ProviderError)
+}
+
+function obj(yamlFields: string): SecretObject {
+  return parseObjects(`- {${yamlFields}}`)[0]!
+}
+
+const KV2 = {
+  request_id: 'r-1',
+  lease_id: '',
+  renewable: false,
+  lease_duration: 0,
+  data: {
+    data: { password: 'pw', cert_b64: 'aGVsbG8=', cert_hex: '6869', list: ['a'], conf: { b: 1, a: 2 } },
+    metadata: { version: 1 },
+  },
+}
+
+t.test('renderObject: one key', async (t) => {
+  const files = renderObject(
+    obj('objectName: db/password, secretPath: secret/data/app, secretKey: password'),
+    KV2,
+    420,
+    LABEL,
+  )
+  t.equal(files.length, 1)
+  t.equal(files[0]!.path, 'db/password')
+  t.equal(files[0]!.mode, 420)
+  t.equal(files[0]!.contents.toString('utf8'), 'pw')
+})
+
+t.test('renderObject: modes', async (t) => {
+  t.equal(renderObject(obj('objectName: a, secretPath: s, secretKey: password'), KV2, 0o600, LABEL)[0]!.mode, 0o600)
+  t.equal(
+    renderObject(obj('objectName: a, secretPath: s, secretKey: password, filePermission: 0440'), KV2, 420, LABEL)[0]!
+      .mode,
+    0o440,
+  )
+  // Mode 0 is a mode, not "unset".
+  t.equal(
+    renderObject(obj('objectName: a, secretPath: s, secretKey: password, filePermission: 0'), KV2, 420, LABEL)[0]!.mode,
+    0,
+  )
+})
+
+t.test('renderObject: encodings and JSON values', async (t) => {
+  t.equal(
+    renderObject(
+      obj('objectName: a, secretPath: s, secretKey: cert_b64, encoding: base64'),
+      KV2,
+      420,
+      LABEL,
+    )[0]!.contents.toString(),
+    'hello',
+  )
+  t.equal(
+    renderObject(
+      obj('objectName: a, secretPath: s, secretKey: cert_hex, encoding: hex'),
+      KV2,
+      420,
+      LABEL,
+    )[0]!.contents.toString(),
+    'hi',
+  )
+  t.equal(
+    renderObject(obj('objectName: a, secretPath: s, secretKey: conf'), KV2, 420, LABEL)[0]!.contents.toString(),
+    '{"a":2,"b":1}',
+  )
+  const decodeJson = providerError(() =>
+    renderObject(obj('objectName: a, secretPath: s, secretKey: list, encoding: base64'), KV2, 420, LABEL),
+  )
+  t.equal(decodeJson.code, 'DECODE_FAILED')
+  t.equal(
+    decodeJson.message,
+    `${LABEL}: secretKey "list" holds a JSON array, not a string, so encoding "base64" cannot apply`,
+  )
+  const decodeObj = providerError(() =>
+    renderObject(obj('objectName: a, secretPath: s, secretKey: conf, encoding: hex'), KV2, 420, LABEL),
+  )
+  t.match(decodeObj.message, 'holds a JSON value, not a string')
+  const bad = providerError(() =>
+    renderObject(obj('objectName: a, secretPath: s, secretKey: password, encoding: base64'), KV2, 420, LABEL),
+  )
+  t.equal(bad.code, 'DECODE_FAILED')
+  t.equal(bad.message, `${LABEL}, secretKey "password": the value is not valid standard (padded) base64`)
+})
+
+t.test('renderObject: whole response when secretKey is empty', async (t) => {
+  const files = renderObject(obj('objectName: all.json, secretPath: s'), KV2, 420, LABEL)
+  t.equal(
+    files[0]!.contents.toString(),
+    '{"data":{"data":{"cert_b64":"aGVsbG8=","cert_hex":"6869","conf":{"a":2,"b":1},"list":["a"],"password":"pw"},"metadata":{"version":1}},"lease_duration":0,"lease_id":"","renewable":false,"request_id":""}',
+  )
+  t.equal(
+    providerError(() => renderObject(obj('objectName: a, secretPath: s'), undefined, 420, LABEL)).code,
+    'VAULT_BAD_RESPONSE',
+  )
+})
+
+t.test('versionObject', async (t) => {
+  const o = obj('objectName: a, secretPath: s, secretKey: password')
+  const files = renderObject(o, KV2, 420, LABEL)
+  const r = versionObject(o, files, KEY)
+  t.equal(r.id, 'a')
+  t.equal(r.files, files)
+  t.equal(r.version, objectVersion(KEY, o.config, files))
+  // A new request_id does not change the version of a whole-response object.
+  const w = obj('objectName: w, secretPath: s')
+  const v1 = versionObject(w, renderObject(w, KV2, 420, LABEL), KEY).version
+  const v2 = versionObject(w, renderObject(w, { ...KV2, request_id: 'r-2' }, 420, LABEL), KEY).version
+  t.equal(v1, v2)
+  // The mode is not part of the version (a mode change alone does not rewrite files).
+  t.equal(versionObject(o, renderObject(o, KV2, 0o600, LABEL), KEY).version, r.version)
+})
+
+function rendered(id: string, ...paths: string[]): RenderedObject {
+  return { id, version: 'v', files: paths.map((path) => ({ path, mode: 420, contents: Buffer.from('x') })) }
+}
+
+t.test('checkVolume accepts a good volume', async (t) => {
+  t.doesNotThrow(() => checkVolume([]))
+  t.doesNotThrow(() => checkVolume([rendered('a', 'a'), rendered('b', 'dir/b'), rendered('c', 'dir/c', 'dir/sub/d')]))
+})
+
+t.test('checkVolume: a bad path names the object', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['../escape', 'contains a ".." element (path traversal)'],
+    ['/etc/shadow', 'is absolute; it must be relative to the volume'],
+    ['..data', 'starts with "..", which the driver reserves for its own files'],
+    ['a//b', 'contains an empty element ("//")'],
+    ['', 'is empty'],
+  ]
+  for (const [path, problem] of cases) {
+    const err = providerError(() => checkVolume([rendered('fine', 'fine'), rendered('culprit', path)]))
+    t.equal(err.code, 'BAD_FILE_PATH', path)
+    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(err.message, `object "culprit": file path ${JSON.stringify(path)} ${problem}`, path)
+  }
+})
+
+t.test('checkVolume: conflicts between objects', async (t) => {
+  const dup = providerError(() => checkVolume([rendered('one', 'shared'), rendered('two', 'other', 'shared')]))
+  t.equal(dup.code, 'BAD_FILE_PATH')
+  t.equal(dup.message, 'file "shared" would be written by more than one object')
+
+  const sameObject = providerError(() => checkVolume([rendered('one', 'f', 'f')]))
+  t.equal(sameObject.code, 'BAD_FILE_PATH')
+
+  const nested = providerError(() =>
+    checkVolume([rendered('dir-owner', 'conf'), rendered('file-owner', 'conf/app.json')]),
+  )
+  t.equal(nested.code, 'BAD_FILE_PATH')
+  t.equal(
+    nested.message,
+    'object "file-owner" writes "conf/app.json" inside "conf", which object "dir-owner" writes as a file',
+  )
+  const reversed = providerError(() =>
+    checkVolume([rendered('file-owner', 'conf/app.json'), rendered('dir-owner', 'conf')]),
+  )
+  t.equal(reversed.message, nested.message)
+})

@@ -1,0 +1,526 @@
+import t from 'tap'
+import { status as GrpcStatus } from '@grpc/grpc-js'
+import { ProviderError } from '../../../src/errors.js'
+import { canonicalJson } from '../../../src/render/canonical-json.js'
+import {
+  MAX_OBJECTS,
+  MAX_OBJECTS_YAML_BYTES,
+  MAX_SECRET_ARGS_DEPTH,
+  normaliseSecretPath,
+  parseObjects,
+} from '../../../src/request/objects.js'
+import type { SecretObject } from '../../../src/request/types.js'
+import { thrown } from '../../support/thrown.js'
+
+function providerError(fn: () => unknown): ProviderError {
+  return thrown(fn, ProviderError)
+}
+
+/** One object from YAML lines (indented under `- `). */
+function one(...fields: string[]): SecretObject {
+  const objects = parseObjects(yamlObject(...fields))
+  if (objects.length !== 1) throw new Error('expected one object')
+  return objects[0]!
+}
+
+function yamlObject(...fields: string[]): string {
+  return fields.map((f, i) => (i === 0 ? `- ${f}` : `  ${f}`)).join('\n') + '\n'
+}
+
+function objectError(...fields: string[]): ProviderError {
+  return providerError(() => parseObjects(yamlObject(...fields)))
+}
+
+t.test('a typical KV v2 object', async (t) => {
+  const o = one('objectName: db-password', 'secretPath: secret/data/db', 'secretKey: password')
+  t.strictSame(o, {
+    objectName: 'db-password',
+    secretPath: 'secret/data/db',
+    query: [],
+    method: 'GET',
+    secretArgs: undefined,
+    secretKey: 'password',
+    encoding: 'utf-8',
+    filePermission: undefined,
+    config: { objectName: 'db-password', secretKey: 'password', secretPath: 'secret/data/db' },
+  })
+})
+
+t.test('several objects keep their order', async (t) => {
+  const objects = parseObjects(
+    [
+      '- objectName: b',
+      '  secretPath: secret/data/b',
+      '- objectName: nested/a',
+      '  secretPath: secret/data/a',
+      '- {objectName: c, secretPath: "/v1/kv/c"}',
+    ].join('\n'),
+  )
+  t.strictSame(
+    objects.map((o) => [o.objectName, o.secretPath]),
+    [
+      ['b', 'secret/data/b'],
+      ['nested/a', 'secret/data/a'],
+      ['c', 'kv/c'],
+    ],
+  )
+})
+
+t.test('secretPath normalisation', async (t) => {
+  for (const raw of [
+    '/v1/secret/data/app',
+    'v1/secret/data/app',
+    '/secret/data/app',
+    'secret/data/app',
+    '//v1//secret/data/app',
+  ]) {
+    t.strictSame(normaliseSecretPath(raw), { path: 'secret/data/app', query: [] }, raw)
+    t.equal(one('objectName: a', `secretPath: ${raw}`).secretPath, 'secret/data/app', raw)
+  }
+  // Only a whole leading "v1" segment is the API prefix.
+  t.equal(normaliseSecretPath('v1secret/x').path, 'v1secret/x')
+  t.equal(normaliseSecretPath('kv/v1/x').path, 'kv/v1/x')
+  t.equal(normaliseSecretPath('/v1/v1/x').path, 'v1/x')
+})
+
+t.test('secretPath query', async (t) => {
+  const o = one('objectName: a', 'secretPath: secret/data/app?version=3')
+  t.equal(o.secretPath, 'secret/data/app')
+  t.strictSame(o.query, [['version', '3']])
+  t.strictSame(normaliseSecretPath('/v1/secret/data/app?version=3'), {
+    path: 'secret/data/app',
+    query: [['version', '3']],
+  })
+  t.strictSame(normaliseSecretPath('pki/issue/web?b=2&a=1&b=3').query, [
+    ['b', '2'],
+    ['a', '1'],
+    ['b', '3'],
+  ])
+  t.strictSame(normaliseSecretPath('x?a=%2F+b').query, [['a', '/ b']])
+  t.strictSame(normaliseSecretPath('x?').query, [])
+  t.strictSame(normaliseSecretPath('x?flag').query, [['flag', '']])
+  // The config keeps the path as written.
+  t.equal(o.config.secretPath, 'secret/data/app?version=3')
+})
+
+t.test('secretPath errors name the object', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['secretPath: /v1/', 'names no Vault path'],
+    ['secretPath: v1/', 'names no Vault path'],
+    ['secretPath: "/"', 'names no Vault path'],
+    ['secretPath: "?version=1"', 'names no Vault path'],
+    ['secretPath: secret/../sys/raw/x', 'contains a "." or ".." segment'],
+    ['secretPath: secret/./data/x', 'contains a "." or ".." segment'],
+    ['secretPath: ../x', 'contains a "." or ".." segment'],
+    ['secretPath: "secret/\\tdata"', 'contains a control character'],
+    ['secretPath: "secret/\\ndata"', 'contains a control character'],
+  ]
+  for (const [field, message] of cases) {
+    const err = objectError('objectName: app-secret', field)
+    t.equal(err.code, 'BAD_OBJECT', field)
+    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.match(err.message, /^object "app-secret": secretPath /, field)
+    t.match(err.message, message, field)
+  }
+  for (const field of ['secretPath: ""', 'secretPath: [a, b]', 'secretPath: {a: b}', 'secretPath: ~']) {
+    const err = objectError('objectName: app-secret', field)
+    t.equal(err.code, 'BAD_OBJECT', field)
+    t.equal(err.message, 'object "app-secret": secretPath is missing or not a string', field)
+  }
+  const missing = objectError('objectName: app-secret', 'secretKey: k')
+  t.equal(missing.message, 'object "app-secret": secretPath is missing or not a string')
+})
+
+t.test('method', async (t) => {
+  t.equal(one('objectName: a', 'secretPath: x').method, 'GET')
+  t.equal(one('objectName: a', 'secretPath: x', 'method: ""').method, 'GET')
+  t.equal(one('objectName: a', 'secretPath: x', 'method: ~').method, 'GET')
+  for (const [input, expected] of [
+    ['GET', 'GET'],
+    ['get', 'GET'],
+    ['PUT', 'PUT'],
+    ['put', 'PUT'],
+    ['Post', 'POST'],
+    ['POST', 'POST'],
+  ] as const) {
+    t.equal(one('objectName: a', 'secretPath: x', `method: ${input}`).method, expected, input)
+  }
+  for (const bad of ['DELETE', 'delete', 'LIST', 'PATCH', '"GET "', '"G E T"', '1', '[GET]']) {
+    const err = objectError('objectName: pki-cert', 'secretPath: pki/issue/web', `method: ${bad}`)
+    t.equal(err.code, 'BAD_OBJECT', bad)
+    t.match(err.message, /^object "pki-cert": method must be one of GET, PUT, POST, got /, bad)
+  }
+  t.match(objectError('objectName: a', 'secretPath: x', 'method: DELETE').message, 'got "DELETE"')
+})
+
+t.test('secretArgs', async (t) => {
+  const o = one(
+    'objectName: cert',
+    'secretPath: pki/issue/web',
+    'method: PUT',
+    'secretArgs:',
+    '    common_name: web.example.com',
+    '    ttl: 24h',
+    '    exclude_cn_from_sans: true',
+    '    max: 5',
+    '    ratio: 0.5',
+    '    nothing: ~',
+    '    alt_names: [a.example.com, b.example.com]',
+    '    nested:',
+    '      deeper: {k: v, list: [1, {x: z}]}',
+  )
+  t.equal(o.method, 'PUT')
+  t.strictSame(o.secretArgs, {
+    common_name: 'web.example.com',
+    ttl: '24h',
+    exclude_cn_from_sans: true,
+    max: 5,
+    ratio: 0.5,
+    nothing: null,
+    alt_names: ['a.example.com', 'b.example.com'],
+    nested: { deeper: { k: 'v', list: [1, { x: 'z' }] } },
+  })
+  t.strictSame(o.config.secretArgs, o.secretArgs)
+  t.strictSame(one('objectName: a', 'secretPath: x', 'secretArgs: {}').secretArgs, {})
+  t.equal(one('objectName: a', 'secretPath: x', 'secretArgs: ~').secretArgs, undefined)
+
+  for (const bad of ['secretArgs: [a, b]', 'secretArgs: text', 'secretArgs: 5', 'secretArgs: {a: .inf}']) {
+    const err = objectError('objectName: cert', 'secretPath: pki/issue/web', bad)
+    t.equal(err.code, 'BAD_OBJECT', bad)
+    t.equal(err.message, 'object "cert": secretArgs must be a map of request parameters (plain YAML values)', bad)
+  }
+  const deep = `{a: ${'['.repeat(MAX_SECRET_ARGS_DEPTH + 2)}1${']'.repeat(MAX_SECRET_ARGS_DEPTH + 2)}}`
+  t.equal(objectError('objectName: cert', 'secretPath: x', `secretArgs: ${deep}`).code, 'BAD_OBJECT')
+  const shallow = `{a: ${'['.repeat(MAX_SECRET_ARGS_DEPTH - 1)}1${']'.repeat(MAX_SECRET_ARGS_DEPTH - 1)}}`
+  t.ok(one('objectName: cert', 'secretPath: x', `secretArgs: ${shallow}`).secretArgs)
+})
+
+t.test('filePermission', async (t) => {
+  const cases: Array<[string, number]> = [
+    ['0640', 0o640], // YAML 1.1 octal, as yaml.v2 reads it
+    ['0644', 420],
+    ['0400', 256],
+    ['420', 420], // a plain decimal
+    ['0', 0], // mode 0 can be requested
+    ['00', 0],
+    ['0777', 0o777],
+    ['511', 511],
+    ['0o600', 0o600],
+    ['"0640"', 0o640],
+    ["'0600'", 0o600],
+    ['"420"', 420],
+  ]
+  for (const [input, mode] of cases) {
+    t.equal(one('objectName: a', 'secretPath: x', `filePermission: ${input}`).filePermission, mode, input)
+  }
+  t.equal(one('objectName: a', 'secretPath: x').filePermission, undefined)
+  t.equal(one('objectName: a', 'secretPath: x', 'filePermission: ~').filePermission, undefined)
+  // The config keeps the number YAML produced, so 0640 and 416 are the same config.
+  t.equal(one('objectName: a', 'secretPath: x', 'filePermission: 0640').config.filePermission, 416)
+
+  for (const bad of [
+    '01000',
+    '512',
+    '0o1000',
+    '-1',
+    '6.4',
+    'true',
+    'rw-r-----',
+    '"0x1A4"',
+    '"0888"',
+    '[0640]',
+    '"-0640"',
+  ]) {
+    const err = objectError('objectName: app.conf', 'secretPath: x', `filePermission: ${bad}`)
+    t.equal(err.code, 'BAD_OBJECT', bad)
+    t.match(
+      err.message,
+      /^object "app\.conf": filePermission must be a file mode from 0 to 0777 \(an octal literal such as 0640\), got /,
+      bad,
+    )
+  }
+  t.match(objectError('objectName: a', 'secretPath: x', 'filePermission: 01000').message, 'got "512"')
+})
+
+t.test('encoding', async (t) => {
+  t.equal(one('objectName: a', 'secretPath: x').encoding, 'utf-8')
+  t.equal(one('objectName: a', 'secretPath: x', 'encoding: ""').encoding, 'utf-8')
+  for (const [input, expected] of [
+    ['utf-8', 'utf-8'],
+    ['UTF-8', 'utf-8'],
+    ['base64', 'base64'],
+    ['BASE64', 'base64'],
+    ['hex', 'hex'],
+    ['Hex', 'hex'],
+  ] as const) {
+    t.equal(one('objectName: a', 'secretPath: x', 'secretKey: k', `encoding: ${input}`).encoding, expected, input)
+  }
+  for (const bad of ['utf8', 'latin1', 'base64url', 'binary', '64', '[hex]']) {
+    const err = objectError('objectName: tls.key', 'secretPath: x', 'secretKey: k', `encoding: ${bad}`)
+    t.equal(err.code, 'BAD_OBJECT', bad)
+    t.match(err.message, /^object "tls\.key": encoding must be one of utf-8, base64, hex, got /, bad)
+  }
+})
+
+t.test('secretKey', async (t) => {
+  t.equal(one('objectName: a', 'secretPath: x').secretKey, undefined)
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: ""').secretKey, undefined)
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: ~').secretKey, undefined)
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: tls.crt').secretKey, 'tls.crt')
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: 2024').secretKey, '2024')
+  for (const bad of ['[a]', '{a: b}']) {
+    const err = objectError('objectName: a', 'secretPath: x', `secretKey: ${bad}`)
+    t.equal(err.code, 'BAD_OBJECT')
+    t.equal(err.message, 'object "a": secretKey must be a string')
+  }
+})
+
+// BUG (src/request/objects.ts scalarString, used for objectName/secretKey/...):
+// Go's yaml (v2 and v3) decodes a plain scalar into a `string` field as its
+// source text, so existing SecretProviderClasses get `secretKey: 0123` ->
+// "0123" and `objectName: on` -> "on". Here YAML 1.1 typing runs first and
+// the number/boolean is re-stringified: "83", "true", "1.1".
+t.test('scalar string fields keep their YAML source text (Go yaml compatibility)', async (t) => {
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: 0123').secretKey, '0123', 'secretKey 0123')
+  t.equal(one('objectName: a', 'secretPath: x', 'secretKey: 1.10').secretKey, '1.10', 'secretKey 1.10')
+  t.equal(one('objectName: on', 'secretPath: x').objectName, 'on', 'objectName on')
+  t.equal(one('objectName: yes', 'secretPath: x').objectName, 'yes', 'objectName yes')
+  t.strictSame(
+    Object.keys(one('objectName: a', 'secretPath: x', 'secretArgs: {n: 1}').secretArgs ?? {}),
+    ['n'],
+    'secretArgs key n',
+  )
+})
+
+t.test('unknown fields are refused, naming the field', async (t) => {
+  for (const field of ['secretkey', 'objectAlias', 'fileName', 'path', 'mode']) {
+    const err = objectError('objectName: db-password', 'secretPath: secret/data/db', `${field}: x`)
+    t.equal(err.code, 'BAD_OBJECT', field)
+    t.match(err.message, `object "db-password": unknown field "${field}"`, field)
+    t.match(
+      err.message,
+      'known fields: objectName, secretPath, secretKey, method, secretArgs, filePermission, encoding',
+    )
+  }
+})
+
+t.test('legacy objectVersion is accepted and ignored', async (t) => {
+  const plain = one('objectName: a', 'secretPath: secret/data/a', 'secretKey: k')
+  const legacy = one('objectName: a', 'secretPath: secret/data/a', 'secretKey: k', 'objectVersion: "3"')
+  t.strictSame(legacy, plain)
+  t.notOk('objectVersion' in legacy.config)
+})
+
+t.test('objectName required and must be a usable path', async (t) => {
+  for (const field of [
+    'secretPath: x',
+    'objectName: ""\n  secretPath: x',
+    'objectName: ~\n  secretPath: x',
+    'objectName: [a]\n  secretPath: x',
+  ]) {
+    const err = providerError(() => parseObjects(`- {objectName: ok, secretPath: x}\n- ${field}\n`))
+    t.equal(err.code, 'BAD_OBJECT', field)
+    t.equal(err.message, 'objects[1]: objectName is missing or not a string', field)
+  }
+  const cases: Array<[string, string]> = [
+    ['../x', 'contains a ".." element (path traversal)'],
+    ['a/../../x', 'contains a ".." element (path traversal)'],
+    ['/etc/x', 'is absolute'],
+    ['..data', 'starts with ".."'],
+    ['..2024_01_01', 'starts with ".."'],
+    ['a//b', 'contains an empty element'],
+    ['./a', 'contains a "." element'],
+    ['a/.', 'contains a "." element'],
+    ['.', 'contains a "." element'],
+    ['a/', 'ends with "/"'],
+    ['a\nb', 'contains a control character'],
+    ['a\tb', 'contains a control character'],
+    ['a\u007fb', 'contains a control character'],
+    ['x'.repeat(256), 'has an element longer than 255 bytes'],
+  ]
+  for (const [name, problem] of cases) {
+    const err = providerError(() => parseObjects(`- objectName: ${JSON.stringify(name)}\n  secretPath: x\n`))
+    t.equal(err.code, 'BAD_OBJECT', JSON.stringify(name))
+    t.match(err.message, `object ${JSON.stringify(name.slice(0, 120)).slice(0, -1)}`, JSON.stringify(name))
+    t.match(err.message, `: objectName ${problem}`, JSON.stringify(name))
+  }
+  // Allowed: nested paths, dots inside names, a name that is only dots after the first element.
+  for (const name of ['nested/bar', 'tls.crt', '.hidden', 'a/..b', 'a/...', 'dir/sub/file.json', 'x'.repeat(255)]) {
+    t.equal(one(`objectName: ${JSON.stringify(name)}`, 'secretPath: x').objectName, name, name)
+  }
+})
+
+t.test('entries that are not maps', async (t) => {
+  for (const entry of ['just-a-string', '[a, b]', '42', '~']) {
+    const err = providerError(() => parseObjects(`- {objectName: ok, secretPath: x}\n- ${entry}\n`))
+    t.equal(err.code, 'BAD_OBJECT', entry)
+    t.equal(err.message, 'objects[1]: must be a map with objectName and secretPath', entry)
+  }
+})
+
+t.test('duplicate objectNames are listed', async (t) => {
+  const err = providerError(() =>
+    parseObjects(
+      ['a', 'b', 'a', 'c', 'b', 'a'].map((n) => `- {objectName: ${n}, secretPath: secret/data/${n}}`).join('\n'),
+    ),
+  )
+  t.equal(err.code, 'BAD_OBJECT')
+  t.equal(err.message, 'objectName must be unique; duplicated: "a", "b"')
+})
+
+t.test('a file cannot also be a directory', async (t) => {
+  for (const yaml of [
+    '- {objectName: a, secretPath: x}\n- {objectName: a/b, secretPath: y}',
+    '- {objectName: a/b, secretPath: y}\n- {objectName: a, secretPath: x}',
+  ]) {
+    const err = providerError(() => parseObjects(yaml))
+    t.equal(err.code, 'BAD_OBJECT')
+    t.equal(err.message, 'object "a/b" needs "a" to be a directory, but object "a" is a file')
+  }
+  const deep = providerError(() =>
+    parseObjects('- {objectName: conf, secretPath: x}\n- {objectName: conf/d/e.json, secretPath: y}'),
+  )
+  t.match(deep.message, 'object "conf/d/e.json" needs "conf" to be a directory')
+  // Siblings and prefixes that are not directories are fine.
+  t.equal(
+    parseObjects(
+      '- {objectName: a/b, secretPath: x}\n- {objectName: a/c, secretPath: y}\n- {objectName: ab, secretPath: z}',
+    ).length,
+    3,
+  )
+})
+
+t.test('the objects parameter as a whole', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['[]', 'parameter "objects" is an empty list: list at least one object'],
+    ['', 'parameter "objects" is empty: list at least one object'],
+    ['# only a comment\n', 'parameter "objects" is empty: list at least one object'],
+    ['~', 'parameter "objects" is empty: list at least one object'],
+    ['objectName: a\nsecretPath: x\n', 'parameter "objects" must be a YAML list of objects'],
+    ['just text', 'parameter "objects" must be a YAML list of objects'],
+    ['42', 'parameter "objects" must be a YAML list of objects'],
+  ]
+  for (const [yaml, message] of cases) {
+    const err = providerError(() => parseObjects(yaml))
+    t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(yaml))
+    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(err.message, message, JSON.stringify(yaml))
+  }
+})
+
+t.test('YAML syntax errors do not echo the YAML', async (t) => {
+  const secretish = 'hunter2-not-a-real-password'
+  for (const yaml of [
+    `- objectName: a\n  secretPath: "secret/data/${secretish}\n`,
+    `- objectName: ${secretish}\n secretPath: x\n  bad: [\n`,
+    `- objectName: a\n  secretArgs: {password: ${secretish}\n`,
+    `- objectName: a\n  objectName: ${secretish}\n  secretPath: x\n`,
+    `- {objectName: a, secretPath: x}\n---\n- {objectName: ${secretish}, secretPath: x}\n`,
+    `\t- objectName: ${secretish}\n`,
+  ]) {
+    const err = providerError(() => parseObjects(yaml))
+    t.equal(err.code, 'BAD_PARAMETER', yaml)
+    t.match(err.message, /^parameter "objects" is not valid YAML( at line \d+, column \d+)? \([A-Z_]+\)$/, yaml)
+    t.notMatch(err.message, secretish, yaml)
+    t.notMatch(err.message, 'secretArgs', yaml)
+  }
+  // BUG (src/request/objects.ts loadYaml): parseDocument runs with
+  // prettyErrors: false, so the yaml library never fills `linePos` and the
+  // "at line L, column C" part of the message is never produced.
+  const located = providerError(() => parseObjects('- objectName: a\n  secretPath: x\n  secretKey: [unclosed\n'))
+  t.match(located.message, / at line \d+, column \d+ /, 'the message gives the position')
+})
+
+t.test('a YAML alias bomb is refused quickly', async (t) => {
+  const levels = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i']
+  const lines = ['- &a {objectName: a, secretPath: x, secretArgs: {v: [lol, lol, lol, lol, lol, lol, lol, lol, lol]}}']
+  for (let i = 1; i < levels.length; i++) {
+    const prev = `*${levels[i - 1]}`
+    lines.push(
+      `- &${levels[i]} {objectName: ${levels[i]}, secretPath: x, secretArgs: {v: [${Array(9).fill(prev).join(', ')}]}}`,
+    )
+  }
+  const started = Date.now()
+  const err = providerError(() => parseObjects(lines.join('\n')))
+  const elapsed = Date.now() - started
+  t.equal(err.code, 'BAD_PARAMETER')
+  t.match(err.message, /^parameter "objects" uses more than \d+ YAML aliases$/)
+  t.ok(elapsed < 2000, `refused in ${elapsed} ms`)
+
+  // A classic billion-laughs document (a map, not a list) is refused as well.
+  const map = ['x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]']
+  for (let i = 1; i < 10; i++)
+    map.push(
+      `x${i}: &x${i} [${Array(10)
+        .fill(`*x${i - 1}`)
+        .join(', ')}]`,
+    )
+  const started2 = Date.now()
+  t.equal(providerError(() => parseObjects(map.join('\n'))).code, 'BAD_PARAMETER')
+  t.ok(Date.now() - started2 < 2000)
+
+  // A few aliases are fine.
+  const few = parseObjects(
+    '- &base {objectName: a, secretPath: secret/data/a}\n- {objectName: b, secretPath: x, secretArgs: {copy: *base}}',
+  )
+  t.strictSame(few[1]!.secretArgs, { copy: { objectName: 'a', secretPath: 'secret/data/a' } })
+})
+
+t.test('object count and size limits', async (t) => {
+  const list = (n: number): string =>
+    Array.from({ length: n }, (_, i) => `- {objectName: o${i}, secretPath: s}`).join('\n')
+  t.equal(parseObjects(list(MAX_OBJECTS)).length, MAX_OBJECTS)
+  const tooMany = providerError(() => parseObjects(list(MAX_OBJECTS + 1)))
+  t.equal(tooMany.code, 'BAD_PARAMETER')
+  t.equal(tooMany.message, `parameter "objects" lists ${MAX_OBJECTS + 1} objects; at most ${MAX_OBJECTS} are allowed`)
+
+  const huge = `- objectName: a\n  secretPath: x\n  secretKey: ${'k'.repeat(MAX_OBJECTS_YAML_BYTES)}\n`
+  const tooBig = providerError(() => parseObjects(huge))
+  t.equal(tooBig.code, 'BAD_PARAMETER')
+  t.equal(tooBig.message, `parameter "objects" is larger than ${MAX_OBJECTS_YAML_BYTES} bytes`)
+})
+
+t.test('config is canonical: key order does not matter', async (t) => {
+  const a = one(
+    'objectName: cert',
+    'secretPath: pki/issue/web',
+    'method: PUT',
+    'secretArgs: {common_name: web.example.com, ttl: 1h, alt: {z: 1, a: 2}}',
+    'filePermission: 0600',
+    'encoding: utf-8',
+    'secretKey: certificate',
+  )
+  const b = one(
+    'secretKey: certificate',
+    'filePermission: 384',
+    'encoding: utf-8',
+    'secretArgs: {ttl: 1h, alt: {a: 2, z: 1}, common_name: web.example.com}',
+    'method: PUT',
+    'objectVersion: ignored',
+    'secretPath: pki/issue/web',
+    'objectName: cert',
+  )
+  t.equal(canonicalJson(a.config), canonicalJson(b.config))
+  t.strictSame(Object.keys(a.config), [
+    'encoding',
+    'filePermission',
+    'method',
+    'objectName',
+    'secretArgs',
+    'secretKey',
+    'secretPath',
+  ])
+  t.strictSame(Object.keys(b.config), Object.keys(a.config))
+  t.equal(
+    canonicalJson(a.config),
+    '{"encoding":"utf-8","filePermission":384,"method":"PUT","objectName":"cert","secretArgs":{"alt":{"a":2,"z":1},"common_name":"web.example.com","ttl":"1h"},"secretKey":"certificate","secretPath":"pki/issue/web"}',
+  )
+  // A real difference changes the config.
+  const c = one(
+    'objectName: cert',
+    'secretPath: pki/issue/web',
+    'method: PUT',
+    'secretArgs: {common_name: other.example.com}',
+  )
+  t.not(canonicalJson(c.config), canonicalJson(a.config))
+})

@@ -1,0 +1,213 @@
+import t from 'tap'
+import { status as GrpcStatus } from '@grpc/grpc-js'
+import { ProviderError } from '../../../src/errors.js'
+import {
+  MAX_VAULT_ERROR_CHARS,
+  classify,
+  describeFailure,
+  isTimeout,
+  statusOf,
+  vaultError,
+  type VaultFailure,
+} from '../../../src/vault/errors.js'
+
+const JWT =
+  'eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6c2hvcDp3ZWIifQ.c2lnbmF0dXJlLW5vdC1yZWFs'
+const TOKEN = 'hvs.CAESIFakeTokenForUnitTestsOnly0123456789abcdef'
+
+/** What node-vault (request-promise) throws for an HTTP error. */
+function httpError(statusCode: number, body: unknown, extra: Record<string, unknown> = {}): Error {
+  const err = new Error(`${statusCode} - ${JSON.stringify(body)}`) as Error & Record<string, unknown>
+  err.name = 'StatusCodeError'
+  err.statusCode = statusCode
+  err.response = { statusCode, body, headers: { 'content-type': 'application/json' } }
+  Object.assign(err, extra)
+  return err
+}
+
+/** What a failed socket looks like. */
+function socketError(code: string): Error {
+  const err = new Error(`connect ${code} 10.0.0.1:8200 with ${TOKEN}`) as Error & { code: string }
+  err.code = code
+  return err
+}
+
+t.test('describeFailure: HTTP answers', async (t) => {
+  t.strictSame(describeFailure(httpError(403, { errors: ['permission denied'] })), {
+    status: 403,
+    detail: 'permission denied',
+    unavailable: false,
+  })
+  t.strictSame(describeFailure(httpError(400, { errors: ['invalid role name "web"', 'second'] })), {
+    status: 400,
+    detail: 'invalid role name "web"; second',
+    unavailable: false,
+  })
+  t.strictSame(describeFailure(httpError(503, { errors: [] })), {
+    status: 503,
+    detail: 'Vault is sealed or in standby',
+    unavailable: true,
+  })
+  t.strictSame(describeFailure(httpError(503, { errors: ['Vault is sealed'] })), {
+    status: 503,
+    detail: 'Vault is sealed',
+    unavailable: true,
+  })
+  for (const status of [502, 504]) t.equal(describeFailure(httpError(status, 'Bad Gateway')).unavailable, true)
+  t.equal(describeFailure(httpError(500, { errors: ['internal error'] })).unavailable, false)
+  // Bodies without usable errors[].
+  for (const body of [
+    undefined,
+    null,
+    '',
+    '<html>oops</html>',
+    { errors: 'text' },
+    { errors: [1, null, '', { a: 1 }] },
+    { warnings: ['w'] },
+  ]) {
+    t.equal(describeFailure(httpError(404, body)).detail, 'no error text', JSON.stringify(body))
+  }
+  t.equal(describeFailure(httpError(404, { errors: [1, 'kept', ''] })).detail, 'kept')
+  // Long error text is cut.
+  const long = describeFailure(httpError(400, { errors: ['e'.repeat(2000)] })).detail
+  t.equal(long.length, MAX_VAULT_ERROR_CHARS + 1)
+  t.ok(long.endsWith('…'))
+  // The response status is what counts, not a top-level statusCode.
+  t.equal(describeFailure({ response: { statusCode: 429, body: {} } }).status, 429)
+})
+
+t.test('describeFailure: socket and TLS errors', async (t) => {
+  t.strictSame(describeFailure(socketError('ECONNREFUSED')), {
+    detail: 'connection failed (ECONNREFUSED)',
+    unavailable: true,
+  })
+  t.strictSame(describeFailure(socketError('ENOTFOUND')), {
+    detail: 'connection failed (ENOTFOUND)',
+    unavailable: true,
+  })
+  t.strictSame(describeFailure(socketError('ENOENT')), { detail: 'connection failed (ENOENT)', unavailable: true })
+  for (const code of ['ETIMEDOUT', 'ECONNABORTED', 'ERR_CANCELED']) {
+    t.strictSame(describeFailure(socketError(code)), { detail: 'no answer in time', unavailable: true }, code)
+    t.equal(isTimeout(socketError(code)), true, code)
+  }
+  t.equal(isTimeout(socketError('ECONNREFUSED')), false)
+  t.equal(isTimeout(undefined), false)
+  t.equal(isTimeout(httpError(504, {})), false)
+  t.strictSame(describeFailure(socketError('DEPTH_ZERO_SELF_SIGNED_CERT')), {
+    detail: 'Vault presents a self-signed certificate; set vaultCACertPath (DEPTH_ZERO_SELF_SIGNED_CERT)',
+    unavailable: true,
+  })
+  t.match(describeFailure(socketError('ERR_TLS_CERT_ALTNAME_INVALID')).detail, 'vaultTLSServerName')
+  t.match(describeFailure(socketError('CERT_HAS_EXPIRED')).detail, 'expired')
+  t.match(describeFailure(socketError('EPROTO')).detail, 'http:// instead of https://')
+  // Nothing recognisable.
+  for (const thrown of [new Error(`boom ${TOKEN}`), 'string', undefined, null, 42, { code: 17 }]) {
+    t.strictSame(describeFailure(thrown), { detail: 'request failed', unavailable: true })
+  }
+})
+
+t.test('statusOf', async (t) => {
+  t.equal(statusOf(httpError(404, {})), 404)
+  t.equal(statusOf(socketError('ECONNREFUSED')), undefined)
+  t.equal(statusOf({ response: { statusCode: '404' } }), undefined)
+  t.equal(statusOf(null), undefined)
+})
+
+t.test('classify: login vs read', async (t) => {
+  const f = (status?: number): VaultFailure => ({ status, detail: 'x', unavailable: false })
+  const table: Array<[number | undefined, string, string]> = [
+    [undefined, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [400, 'VAULT_LOGIN_DENIED', 'VAULT_BAD_REQUEST'],
+    [401, 'VAULT_LOGIN_DENIED', 'VAULT_PERMISSION_DENIED'],
+    [403, 'VAULT_LOGIN_DENIED', 'VAULT_PERMISSION_DENIED'],
+    [404, 'VAULT_NOT_FOUND', 'VAULT_NOT_FOUND'],
+    [405, 'VAULT_LOGIN_DENIED', 'VAULT_BAD_REQUEST'],
+    [412, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [422, 'VAULT_LOGIN_DENIED', 'VAULT_BAD_REQUEST'],
+    [429, 'VAULT_RATE_LIMITED', 'VAULT_RATE_LIMITED'],
+    [500, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [502, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [503, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [504, 'VAULT_UNAVAILABLE', 'VAULT_UNAVAILABLE'],
+    [200, 'VAULT_BAD_RESPONSE', 'VAULT_BAD_RESPONSE'],
+    [301, 'VAULT_BAD_RESPONSE', 'VAULT_BAD_RESPONSE'],
+    [418, 'VAULT_BAD_RESPONSE', 'VAULT_BAD_RESPONSE'],
+  ]
+  for (const [status, login, read] of table) {
+    t.equal(classify(f(status), true), login, `login ${status}`)
+    t.equal(classify(f(status), false), read, `read ${status}`)
+  }
+})
+
+t.test('vaultError: a 403 on login vs on read', async (t) => {
+  const denied = httpError(403, { errors: ['permission denied'] })
+  const login = vaultError(denied, 'login to auth/kubernetes as role "web"', true)
+  t.ok(login instanceof ProviderError)
+  t.equal(login.code, 'VAULT_LOGIN_DENIED')
+  t.equal(login.grpcStatus, GrpcStatus.PERMISSION_DENIED)
+  t.equal(login.message, 'login to auth/kubernetes as role "web": Vault answered 403: permission denied')
+
+  const read = vaultError(denied, 'object "db-password" (GET secret/data/db)', false)
+  t.equal(read.code, 'VAULT_PERMISSION_DENIED')
+  t.equal(read.grpcStatus, GrpcStatus.PERMISSION_DENIED)
+  t.equal(read.message, 'object "db-password" (GET secret/data/db): Vault answered 403: permission denied')
+
+  const badRole = vaultError(httpError(400, { errors: ['invalid role name "web"'] }), 'login', true)
+  t.equal(badRole.code, 'VAULT_LOGIN_DENIED')
+  t.equal(badRole.message, 'login: Vault answered 400: invalid role name "web"')
+
+  const missing = vaultError(httpError(404, { errors: [] }), 'object "a" (GET secret/data/a)', false)
+  t.equal(missing.code, 'VAULT_NOT_FOUND')
+  t.equal(missing.grpcStatus, GrpcStatus.NOT_FOUND)
+  t.equal(missing.message, 'object "a" (GET secret/data/a): Vault answered 404: no error text')
+
+  const down = vaultError(socketError('ECONNREFUSED'), 'login', true)
+  t.equal(down.code, 'VAULT_UNAVAILABLE')
+  t.equal(down.grpcStatus, GrpcStatus.UNAVAILABLE)
+  t.equal(down.message, 'login: connection failed (ECONNREFUSED)')
+
+  const sealed = vaultError(httpError(503, { errors: [] }), 'login', true)
+  t.equal(sealed.code, 'VAULT_UNAVAILABLE')
+  t.equal(sealed.message, 'login: Vault answered 503: Vault is sealed or in standby')
+
+  // A ProviderError passes through untouched.
+  const own = new ProviderError('DEADLINE_EXCEEDED', 'out of time')
+  t.equal(vaultError(own, 'login', true), own)
+})
+
+t.test('vaultError never leaks the token, the JWT or the request', async (t) => {
+  // Shaped like a node-vault/request error: it carries the request options.
+  const err = httpError(
+    403,
+    { errors: ['permission denied'] },
+    {
+      options: {
+        method: 'POST',
+        uri: 'https://vault:8200/v1/auth/kubernetes/login',
+        headers: { 'X-Vault-Token': TOKEN },
+        json: { jwt: JWT, role: 'web' },
+      },
+      config: {
+        headers: { 'X-Vault-Token': TOKEN, Authorization: `Bearer ${JWT}` },
+        data: JSON.stringify({ jwt: JWT, role: 'web' }),
+      },
+      request: { body: JSON.stringify({ jwt: JWT }) },
+    },
+  )
+  err.message = `403 - POST with ${TOKEN} body {"jwt":"${JWT}"}`
+  for (const login of [true, false]) {
+    const pe = vaultError(err, 'login', login)
+    t.notMatch(pe.message, TOKEN)
+    t.notMatch(pe.message, JWT)
+    t.notMatch(pe.message, 'hvs.')
+    t.notMatch(pe.message, 'eyJ')
+    t.notMatch(pe.message, 'X-Vault-Token')
+    t.equal(pe.message, 'login: Vault answered 403: permission denied')
+  }
+  // A socket error whose message holds a token: only the code is used.
+  const sock = vaultError(socketError('ECONNRESET'), 'object "a"', false)
+  t.equal(sock.message, 'object "a": connection failed (ECONNRESET)')
+  // If Vault itself echoes a credential in errors[], it is scrubbed.
+  const echoed = vaultError(httpError(400, { errors: [`bad jwt ${JWT}`, `token ${TOKEN} expired`] }), 'login', true)
+  t.equal(echoed.message, 'login: Vault answered 400: bad jwt [redacted-jwt]; token [redacted-token] expired')
+})
