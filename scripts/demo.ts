@@ -11,30 +11,27 @@
  *
  * Usage: node dist/scripts/demo.js [--out DIR] [--show-values]
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID, X509Certificate } from 'node:crypto'
-import { closeSync, existsSync, openSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve, sep } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { parse as parseYaml } from 'yaml'
 import { PACKAGE_ROOT } from '../src/package-info.js'
-import type { DriverMountResult, MountedFile } from '../test/support/driver-client.js'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../test/support/jwt.js'
 import { findLeaks } from '../test/support/leaks.js'
-import type { OpenBao } from '../test/support/openbao.js'
+import {
+  driverMount,
+  driverVersion,
+  readMountedFiles,
+  type DriverMountResult,
+  type MountedFile,
+} from '../test/support/driver-client.js'
+import { startOpenBao, type OpenBao } from '../test/support/openbao.js'
+import { startProvider, type ProviderProcess } from '../test/support/provider.js'
 
-// test/support/openbao.ts and driver-client.ts locate .cache/bin relative to their own file,
-// which is one level too deep once compiled into dist/; their env overrides name the binaries.
-process.env['OPENBAO_BIN'] ??= join(PACKAGE_ROOT, '.cache', 'bin', 'bao')
-process.env['DRIVER_CLIENT_BIN'] ??= join(PACKAGE_ROOT, '.cache', 'bin', 'driver-client')
-const { startOpenBao } = await import('../test/support/openbao.js')
-const { driverMount, driverVersion, readMountedFiles } = await import('../test/support/driver-client.js')
-
-const PROVIDER_MAIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
 const SPC_FILE = join(PACKAGE_ROOT, 'examples', 'demo-secretproviderclass.yaml')
 const DEFAULT_OUT = join(PACKAGE_ROOT, 'demo-mount')
 
@@ -315,79 +312,26 @@ interface ProviderDaemon {
   logs(): Promise<string>
 }
 
-function canConnect(socketPath: string): Promise<boolean> {
-  return new Promise((res) => {
-    const s = net.connect({ path: socketPath })
-    s.once('connect', () => {
-      s.destroy()
-      res(true)
-    })
-    s.once('error', () => res(false))
-  })
-}
-
-/** The last log line, one line: a JSON line's msg and error message, else the text. */
-function lastLogLine(text: string): string {
-  const line =
-    text
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .pop() ?? '(no output)'
-  try {
-    const j = JSON.parse(line) as { msg?: unknown; err?: { message?: unknown } }
-    return [j.msg, j.err?.message].filter((x) => typeof x === 'string').join(': ') || line
-  } catch {
-    return line
-  }
-}
-
 /**
- * Spawns the built daemon (dist/src/main.js) with a clean environment, its socket and
- * HMAC key file in `dir`, its output in `dir`/provider.log, and waits for the socket.
+ * Starts the built daemon (dist/src/main.js) the way the integration tests do: a clean
+ * environment, its socket and HMAC key file in `dir`, and waits until the socket answers.
  */
 async function launchProvider(dir: string): Promise<ProviderDaemon> {
-  if (!existsSync(PROVIDER_MAIN)) throw new DemoError(`${PROVIDER_MAIN} is missing: run npm run build first`)
-  const socketPath = join(dir, 'vault.sock')
-  const logPath = join(dir, 'provider.log')
-  providerLogPath = logPath
-  let providerSpawnError: Error | undefined
-  const fd = openSync(logPath, 'a')
   const start = performance.now()
-  let child: ChildProcess
+  let provider: ProviderProcess
   try {
-    child = spawn(
-      process.execPath,
-      [PROVIDER_MAIN, `-endpoint=${socketPath}`, '-log-level=debug', `-hmac-key-file=${join(dir, 'hmac.key')}`],
-      // Only PATH and HOME: no VAULT_* or KUBERNETES_* from the caller's shell.
-      {
-        stdio: ['ignore', fd, fd],
-        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: process.env['HOME'] ?? tmpdir() },
-      },
-    )
-  } finally {
-    closeSync(fd)
+    provider = await startProvider({ socketDir: dir, logLevel: 'debug', hmacKeyFile: join(dir, 'hmac.key') })
+  } catch (err) {
+    throw new DemoError(`cannot start the provider: ${oneLine((err as Error).message)}`)
   }
-  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
-    child.once('exit', (code, signal) => {
-      exit = { code, signal }
-      res(exit)
-    })
-    child.once('error', (err) => {
-      exit = { code: null, signal: null }
-      providerSpawnError = err
-      res(exit)
-    })
-  })
+  const startMs = performance.now() - start
+  providerLogPath = provider.logPath
   const killOnExit = (): void => {
-    if (exit === undefined) child.kill('SIGKILL')
+    provider.child.kill('SIGKILL')
   }
   process.on('exit', killOnExit)
   onCleanup('stop the provider', async () => {
-    if (exit === undefined) child.kill('SIGTERM')
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000)
-    const e = await exited
-    clearTimeout(t)
+    const e = await provider.stop('SIGTERM')
     process.off('exit', killOnExit)
     // After Ctrl-C the provider may have been signalled before it could set up its handlers.
     if (e.code !== 0 && !interrupted) {
@@ -395,19 +339,7 @@ async function launchProvider(dir: string): Promise<ProviderDaemon> {
       throw new DemoError(`provider exited with code ${e.code} signal ${e.signal}`)
     }
   })
-  const logs = (): Promise<string> => readFile(logPath, 'utf8')
-  const deadline = start + 15_000
-  for (;;) {
-    if (exit !== undefined) {
-      if (providerSpawnError !== undefined)
-        throw new DemoError(`cannot start the provider: ${providerSpawnError.message}`)
-      throw new DemoError(`provider exited during start-up (code ${exit.code}): ${lastLogLine(await logs())}`)
-    }
-    if (existsSync(socketPath) && (await canConnect(socketPath))) break
-    if (performance.now() > deadline) throw new DemoError(`provider did not serve ${socketPath} within 15 s`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
-  return { pid: child.pid ?? -1, socketPath, logPath, startMs: performance.now() - start, logs }
+  return { pid: provider.pid, socketPath: provider.socketPath, logPath: provider.logPath, startMs, logs: provider.logs }
 }
 
 // ------------------------------------------------------------------ output

@@ -41,6 +41,8 @@ export class MountService {
           outcome: 'success',
           files: result.objects.reduce((n, o) => n + o.files.length, 0),
           vaultCalls: result.vaultCalls,
+          // Which pod token a login used; none when the pod's cached Vault token served the Mount.
+          podToken: result.tokenSource ?? 'not-needed',
         },
         'mount',
       )
