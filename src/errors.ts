@@ -70,12 +70,6 @@ export class ProviderError extends Error {
     this.code = code
     this.grpcStatus = ERROR_CATALOGUE[code]
   }
-
-  /** The same error, its message prefixed with where it happened (an object name...). */
-  withContext(prefix: string): ProviderError {
-    const err = new ProviderError(this.code, `${prefix}: ${this.message}`)
-    return err
-  }
 }
 
 export function isProviderError(err: unknown): err is ProviderError {

@@ -19,12 +19,6 @@ export const DEADLINE_MARGIN_MS = 2_000
 /** Requests are small (attributes); anything larger is not from the driver. */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
-export interface ProtoFile {
-  path: string
-  contents: Buffer
-  mode: number
-}
-
 interface MountRequestMessage {
   attributes: string
   secrets: string

@@ -55,12 +55,6 @@ interface TokenState {
 
 export type JwtSupplier = () => Promise<string>
 
-export interface LoginEvent {
-  role: string
-  authMount: string
-  durationMs: number
-}
-
 export class VaultSession {
   readonly identity: VaultIdentity
   private readonly transport: Transport
