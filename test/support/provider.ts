@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { makeTempDir } from './tmp.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 
-export const PROVIDER_MAIN = join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
+/** The built daemon; VCP_PROVIDER_MAIN points at another build (e.g. a private outDir). */
+export const PROVIDER_MAIN = process.env.VCP_PROVIDER_MAIN ?? join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
 
 export interface StartProviderOptions {
   /** Directory for vault.sock (default: a fresh temp dir). */
