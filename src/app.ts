@@ -2,19 +2,35 @@
  * The composition root: builds every piece from the configuration and wires
  * them. The only module that knows all the others.
  */
+import { stat } from 'node:fs/promises'
 import type { ProviderConfig } from './config/config.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { MountService } from './mount/service.js'
 import type { Logger } from './observability/logger.js'
+import { ProviderMetrics } from './observability/metrics.js'
+import { combineObservers, type VaultObserver } from './observability/vault-observer.js'
 import { ProviderServer } from './server/grpc-server.js'
+import { OpsHttpServer } from './server/http-server.js'
+import { AddressAllowlist } from './vault/address-allowlist.js'
+import { BreakerRegistry, installBreakers } from './vault/breaker.js'
 import { SessionPool } from './vault/pool.js'
 
 export interface Provider {
   mountService: MountService
   server: ProviderServer
+  /** -health-addr: probes and /metrics; started by the caller (main.ts), stopped by close(). */
+  http: OpsHttpServer
+  metrics: ProviderMetrics | undefined
   hmacKey: HmacKeySource
   close(graceMs: number): Promise<void>
+}
+
+export interface BuildOptions {
+  /** Another listener for Vault calls besides the metrics (the CLI's per-call timings). */
+  vaultObserver?: VaultObserver
+  /** false: no Prometheus registry (the CLI's in-process mount). Default true. */
+  metrics?: boolean
 }
 
 async function chooseHmacKey(
@@ -31,29 +47,98 @@ async function chooseHmacKey(
   return ephemeralKey()
 }
 
-export async function buildProvider(config: ProviderConfig, logger: Logger, env: NodeJS.ProcessEnv): Promise<Provider> {
+/** How often a replaced instance checks that its successor still holds the socket. */
+export const STANDBY_POLL_MS = 1000
+
+/**
+ * After a handover: serve nothing, wait for SIGTERM. If the successor's socket
+ * disappears (it was stopped, e.g. a rollback), exit non-zero so that kubelet
+ * restarts this container and the fresh process binds the path again.
+ */
+function standBy(socketPath: string, logger: Logger): void {
+  logger.info({ socket: socketPath }, 'standing by until this pod is stopped')
+  const timer = setInterval(() => {
+    stat(socketPath).catch(() => {
+      logger.warn({ socket: socketPath }, 'the socket of the instance that replaced this one is gone; restarting')
+      process.exit(1)
+    })
+  }, STANDBY_POLL_MS)
+  // Keeps the process alive: nothing else may, once the gRPC server is shut down.
+  void timer
+}
+
+export async function buildProvider(
+  config: ProviderConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  options: BuildOptions = {},
+): Promise<Provider> {
+  const metrics = options.metrics === false ? undefined : new ProviderMetrics()
+  const vaultObserver = combineObservers(metrics, options.vaultObserver)
   const kube = await KubeClient.discover({
     apiUrl: config.kube.apiUrl,
     serviceAccountDir: config.kube.serviceAccountDir,
     env,
   })
   const hmacKey = await chooseHmacKey(config, kube, env, logger)
-  const pool = new SessionPool(config.cacheSize, logger)
-  const mountService = new MountService({ pool, kube, hmacKey, logger, vaultDefaults: config.vault })
-  const server = new ProviderServer({
+  const pool = new SessionPool({
+    maxSessions: config.cacheSize,
+    scope: config.identityScope,
+    staticFreshnessMs: config.staticFreshnessMs,
+    shareDynamic: config.shareDynamicSecrets,
+    idleRevokeMs: config.identityIdleMs,
+    logger,
+    observer: vaultObserver,
+  })
+  // Failure behaviour (docs/failure-behaviour.md): the address allow-list, and one breaker
+  // registry that both the Mount (before login) and every Vault session report to.
+  const allowlist = new AddressAllowlist(config.vaultAddrAllowlist)
+  if (allowlist.allowsAny) {
+    logger.info('no -vault-addr-allowlist: Mounts may use any Vault address their SecretProviderClass names')
+  }
+  const breakers = new BreakerRegistry({}, undefined, logger)
+  installBreakers(breakers)
+  const mountService = new MountService({
+    pool,
+    kube,
+    hmacKey,
+    logger,
+    vaultDefaults: config.vault,
+    mountObserver: metrics,
+    allowlist,
+    breakers,
+  })
+  const server: ProviderServer = new ProviderServer({
     socketPath: config.endpoint,
     mountService,
     mountTimeoutMs: config.mountTimeoutMs,
+    maxResponseBytes: config.maxResponseBytes,
     logger,
+    // A newer instance took over the socket and this one has finished its calls. Exiting would
+    // make kubelet restart this container (DaemonSet pods always restart), and the restarted
+    // process would take the socket back: stand by until the pod is deleted (SIGTERM).
+    onReplaced: () => standBy(config.endpoint, logger),
   })
-  return {
+  const http = new OpsHttpServer({
+    address: config.healthAddr,
+    socketPath: config.endpoint,
+    metrics,
+    logger,
+    vault: config.vault,
+  })
+  const provider: Provider = {
     mountService,
     server,
+    http,
+    metrics,
     hmacKey,
     async close(graceMs: number) {
       await server.stop(graceMs)
+      await http.stop()
+      breakers.close()
       pool.close()
       kube?.close()
     },
   }
+  return provider
 }

@@ -39,6 +39,12 @@ export const ERROR_CATALOGUE = {
   VAULT_BAD_RESPONSE: GrpcStatus.FAILED_PRECONDITION,
   /** The extracted value cannot be decoded with the object's `encoding`. */
   DECODE_FAILED: GrpcStatus.INVALID_ARGUMENT,
+  /** The secret cannot be written as the object asks (`format`, `template`, certificate split). */
+  OUTPUT_FAILED: GrpcStatus.INVALID_ARGUMENT,
+  /** The Mount's Vault address is not in the provider's -vault-addr-allowlist (no token was sent). */
+  VAULT_ADDRESS_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
+  /** The Mount's files would exceed the driver's receive limit (-max-response-size). */
+  RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
   /** The Mount ran out of time. */
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
   /** The HMAC key for object versions could not be obtained. */

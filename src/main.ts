@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 /**
- * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …`.
+ * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …`
+ * (also `vault-csi-provider serve …`, which calls runDaemon).
  */
+import { realpathSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { buildProvider } from './app.js'
 import { ConfigError, loadConfig } from './config/config.js'
 import { createLogger } from './observability/logger.js'
@@ -10,10 +13,10 @@ import { PACKAGE_VERSION, RUNTIME_NAME } from './package-info.js'
 /** Kubernetes' default terminationGracePeriodSeconds is 30 s; leave time to exit. */
 export const SHUTDOWN_GRACE_MS = 25_000
 
-async function main(): Promise<void> {
+export async function runDaemon(argv: readonly string[]): Promise<void> {
   let config
   try {
-    config = loadConfig(process.argv.slice(2), process.env)
+    config = loadConfig(argv, process.env)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${RUNTIME_NAME}: ${err.message}\n`)
@@ -30,6 +33,12 @@ async function main(): Promise<void> {
 
   const provider = await buildProvider(config, logger, process.env)
   await provider.server.start()
+  // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
+  await provider.http
+    .start()
+    .catch((err: unknown) =>
+      logger.error({ err, healthAddr: config.healthAddr }, 'cannot serve health and metrics over HTTP'),
+    )
   logger.info({ hmacKey: provider.hmacKey.description, cacheSize: config.cacheSize }, 'provider ready')
 
   let stopping = false
@@ -49,7 +58,20 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'))
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${RUNTIME_NAME}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
-  process.exit(1)
-})
+/** True when this file is the process's entry (not imported by the CLI). */
+function isEntryPoint(): boolean {
+  const entry = process.argv[1]
+  if (entry === undefined) return false
+  try {
+    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url))
+  } catch {
+    return false
+  }
+}
+
+if (isEntryPoint()) {
+  runDaemon(process.argv.slice(2)).catch((err: unknown) => {
+    process.stderr.write(`${RUNTIME_NAME}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exit(1)
+  })
+}

@@ -15,6 +15,12 @@ export const DEFAULT_CACHE_SIZE = 1000
 export const DEFAULT_HEALTH_ADDR = ':8080'
 export const DEFAULT_MOUNT_TIMEOUT_MS = 100_000
 export const DEFAULT_KUBE_SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount'
+/** The driver's default --max-call-recv-msg-size. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+export const IDENTITY_SCOPES = ['pod', 'serviceaccount'] as const
+export type IdentityScopeName = (typeof IDENTITY_SCOPES)[number]
+/** Longer than the driver's default rotation poll (2 m), so live pods are never taken for gone. */
+export const DEFAULT_IDENTITY_IDLE_MS = 15 * 60_000
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'off'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
@@ -44,7 +50,19 @@ export interface ProviderConfig {
   /** Local key file for object versions, for running outside Kubernetes. */
   hmacKeyFile?: string
   cacheSize: number
+  /** Economy: who shares a Vault token and coalesced reads (docs/vault-economy.md). */
+  identityScope: IdentityScopeName
+  /** Static (non-leased) answers are reused for this long; 0 reads Vault on every Mount. */
+  staticFreshnessMs: number
+  /** serviceaccount scope only: one dynamic credential for all pods of an identity. */
+  shareDynamicSecrets: boolean
+  /** Identities not seen for this long are revoked; 0 never revokes. */
+  identityIdleMs: number
   mountTimeoutMs: number
+  /** Vault addresses a Mount may use (-vault-addr-allowlist); empty: any (the compatible default). */
+  vaultAddrAllowlist: string[]
+  /** Largest MountResponse the provider sends (-max-response-size); match the driver's --max-call-recv-msg-size. */
+  maxResponseBytes: number
   vault: VaultDefaults
   kube: {
     /** Overrides in-cluster discovery, e.g. http://127.0.0.1:8001 behind `kubectl proxy`. */
@@ -66,6 +84,11 @@ const FLAG_SPEC = {
   'hmac-key-file': { type: 'string' },
   'cache-size': { type: 'string' },
   'mount-timeout': { type: 'string' },
+  'vault-addr-allowlist': { type: 'string' },
+  'max-response-size': { type: 'string' },
+  'identity-scope': { type: 'string' },
+  'static-freshness': { type: 'string' },
+  'identity-idle-timeout': { type: 'string' },
   'vault-addr': { type: 'string' },
   'vault-mount': { type: 'string' },
   'vault-namespace': { type: 'string' },
@@ -93,7 +116,7 @@ function normaliseGoFlags(argv: readonly string[]): string[] {
 
 // Go bool flags: bare (`-debug`) means true, `-debug=false` is allowed, and
 // the last occurrence wins. parseArgs knows none of that; resolve them here.
-const BOOL_FLAGS = new Set(['debug', 'version', 'vault-tls-skip-verify'])
+const BOOL_FLAGS = new Set(['debug', 'version', 'vault-tls-skip-verify', 'share-dynamic-secrets'])
 
 function extractBoolFlags(argv: string[]): { argv: string[]; bools: Map<string, boolean> } {
   const bools = new Map<string, boolean>()
@@ -143,6 +166,47 @@ function parseMountTimeout(raw: string | undefined): number {
   return ms
 }
 
+function parseIdentityScope(raw: string | undefined): IdentityScopeName {
+  if (raw === undefined) return 'pod'
+  if (!(IDENTITY_SCOPES as readonly string[]).includes(raw)) {
+    throw new ConfigError(`-identity-scope must be one of ${IDENTITY_SCOPES.join(', ')}, got ${JSON.stringify(raw)}`)
+  }
+  return raw as IdentityScopeName
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1000,
+  kb: 1000,
+  m: 1e6,
+  mb: 1e6,
+  ki: 1024,
+  kib: 1024,
+  mi: 1048576,
+  mib: 1048576,
+}
+
+/** Bytes as `4194304`, `4MiB`, `512KiB` or `8Mi`. */
+export function parseByteSize(value: string, what: string): number {
+  const m = /^(\d+)\s*([A-Za-z]*)$/.exec(value.trim())
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined
+  if (!m || unit === undefined) {
+    throw new ConfigError(`${what} must be a size such as 4194304, 4MiB or 512KiB, got ${JSON.stringify(value)}`)
+  }
+  const bytes = Number(m[1]) * unit
+  if (bytes < 1024) throw new ConfigError(`${what} must be at least 1KiB, got ${JSON.stringify(value)}`)
+  return bytes
+}
+
+/** A comma-separated list, blanks dropped. */
+function splitList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '')
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
   let values: Partial<Record<FlagName, string>>
@@ -176,6 +240,19 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     hmacKeyFile: str('hmac-key-file'),
     cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseNonNegativeInt(cacheSizeRaw, '-cache-size'),
     mountTimeoutMs: parseMountTimeout(str('mount-timeout')),
+    vaultAddrAllowlist: splitList(str('vault-addr-allowlist')),
+    maxResponseBytes:
+      str('max-response-size') === undefined
+        ? DEFAULT_MAX_RESPONSE_BYTES
+        : parseByteSize(str('max-response-size')!, '-max-response-size'),
+    identityScope: parseIdentityScope(str('identity-scope')),
+    staticFreshnessMs:
+      str('static-freshness') === undefined ? 0 : parseDurationMs(str('static-freshness')!, '-static-freshness'),
+    shareDynamicSecrets: bools.get('share-dynamic-secrets') === true,
+    identityIdleMs:
+      str('identity-idle-timeout') === undefined
+        ? DEFAULT_IDENTITY_IDLE_MS
+        : parseDurationMs(str('identity-idle-timeout')!, '-identity-idle-timeout'),
     vault: {
       address: str('vault-addr') ?? envStr('VAULT_ADDR'),
       namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),

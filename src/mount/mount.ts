@@ -3,16 +3,19 @@
  * plan the distinct Vault requests, fetch them as the pod, render each object.
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
-import { q } from '../errors.js'
+import { isProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
 import type { Logger } from '../observability/logger.js'
-import { checkVolume, renderObject, versionObject, type RenderedObject } from '../render/render.js'
+import { checkVolume, renderObjects, versionObject, type RenderedObject } from '../render/render.js'
 import type { MountSpec } from '../request/types.js'
 import { mapBounded } from '../util/bounded.js'
 import type { Deadline } from '../util/deadline.js'
+import type { AddressAllowlist } from '../vault/address-allowlist.js'
+import type { BreakerRegistry } from '../vault/breaker.js'
 import type { SessionPool } from '../vault/pool.js'
+import type { FetchSource } from '../vault/secret-cache.js'
 import { describeRequest } from '../vault/session.js'
 import { planRequests } from './plan.js'
 
@@ -24,12 +27,25 @@ export interface MountDeps {
   kube: KubeClient | undefined
   hmacKey: HmacKeySource
   logger: Logger
+  /** -vault-addr-allowlist: checked before any token is obtained or sent. */
+  allowlist?: AddressAllowlist
+  /** Fail fast while the Mount's Vault address is known to be down. */
+  breakers?: BreakerRegistry
 }
 
 export interface MountResult {
   objects: RenderedObject[]
+  /** Distinct Vault requests the Mount needed. */
   vaultCalls: number
+  /** How each was served: from Vault, a concurrent identical read, or the identity's cache. */
+  sources: Record<FetchSource, number>
   tokenSource?: PodCredential['source']
+}
+
+function countSources(sources: FetchSource[]): Record<FetchSource, number> {
+  const counts: Record<FetchSource, number> = { vault: 0, coalesced: 0, cache: 0, renewed: 0 }
+  for (const s of sources) counts[s] += 1
+  return counts
 }
 
 function objectsLabel(spec: MountSpec, indexes: number[]): string {
@@ -38,6 +54,9 @@ function objectsLabel(spec: MountSpec, indexes: number[]): string {
 }
 
 export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadline): Promise<MountResult> {
+  // Before anything that could log in: a refused address never sees the pod's token.
+  deps.allowlist?.check(spec.vault.address)
+  deps.breakers?.admit(spec.vault)
   const session = await deps.pool.session({
     connection: spec.vault,
     authMount: spec.authMount,
@@ -57,10 +76,25 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
   const keyPromise = deps.hmacKey.get()
   keyPromise.catch(() => undefined)
 
-  const plan = planRequests(spec.objects)
-  const bodies = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, (planned) =>
-    session.request(planned.request, getJwt, deadline, objectsLabel(spec, planned.objectIndexes)),
-  )
+  // A template without secretPath reads only other objects: nothing to fetch for it.
+  const plan = planRequests(spec.objects).filter((planned) => planned.request.path !== '')
+  const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, (planned) =>
+    session.fetch(
+      planned.request,
+      planned.key,
+      spec.pod.uid,
+      getJwt,
+      deadline,
+      objectsLabel(spec, planned.objectIndexes),
+    ),
+  ).catch((err: unknown) => {
+    // A login that found Vault down (or silent) reaches here only as a ProviderError: one probe judges the address.
+    if (isProviderError(err) && (err.code === 'VAULT_UNAVAILABLE' || err.code === 'DEADLINE_EXCEEDED')) {
+      deps.breakers?.suspect(spec.vault)
+    }
+    throw err
+  })
+  const bodies = outcomes.map((o) => o.body)
 
   const bodyOfObject = new Array<unknown>(spec.objects.length)
   plan.forEach((planned, i) => {
@@ -68,16 +102,20 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
   })
 
   const key = await keyPromise
-  const objects = spec.objects.map((obj, index) => {
-    const label = `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`
-    const files = renderObject(obj, bodyOfObject[index], spec.defaultMode, label)
-    return versionObject(obj, files, key)
-  })
+  // Render after every fetch: a template may read the responses of other objects.
+  const labels = spec.objects.map((obj) =>
+    obj.secretPath === ''
+      ? `object ${q(obj.objectName)} (template)`
+      : `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`,
+  )
+  const rendered = renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels)
+  const objects = spec.objects.map((obj, index) => versionObject(obj, rendered[index]!, key))
   checkVolume(objects)
 
   return {
     objects,
     vaultCalls: plan.length,
+    sources: countSources(outcomes.map((o) => o.source)),
     tokenSource: credential ? (await credential.catch(() => undefined))?.source : undefined,
   }
 }

@@ -10,6 +10,8 @@ import type { VaultRequest } from '../vault/session.js'
 
 export interface PlannedRequest {
   request: VaultRequest
+  /** Identifies the request for coalescing and caching. */
+  key: string
   /** Indexes into the Mount's objects, in their order. */
   objectIndexes: number[]
 }
@@ -28,6 +30,7 @@ export function planRequests(objects: readonly SecretObject[]): PlannedRequest[]
       return
     }
     byKey.set(key, {
+      key,
       request: { method: obj.method, path: obj.secretPath, query: obj.query, body: obj.secretArgs },
       objectIndexes: [index],
     })

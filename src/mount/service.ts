@@ -5,6 +5,7 @@
  */
 import type { VaultDefaults } from '../config/config.js'
 import { toProviderError, type ProviderError } from '../errors.js'
+import type { MountObserver } from '../observability/metrics.js'
 import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
@@ -12,6 +13,8 @@ import { runMount, type MountDeps, type MountResult } from './mount.js'
 
 export interface MountServiceOptions extends MountDeps {
   vaultDefaults: VaultDefaults
+  /** Metrics: outcome, duration and in-flight count of every Mount. */
+  mountObserver?: MountObserver
 }
 
 export class MountService {
@@ -31,6 +34,7 @@ export class MountService {
     const started = process.hrtime.bigint()
     const log = this.opts.logger
     this.inFlight += 1
+    this.opts.mountObserver?.mountStarted()
     let spec: MountSpec | undefined
     try {
       spec = parseMountRequest(raw, this.opts.vaultDefaults)
@@ -46,6 +50,7 @@ export class MountService {
         },
         'mount',
       )
+      this.opts.mountObserver?.mountFinished('success', 0, undefined, elapsedMs(started))
       return result
     } catch (err) {
       const perr: ProviderError = toProviderError(err)
@@ -60,6 +65,7 @@ export class MountService {
         },
         'mount',
       )
+      this.opts.mountObserver?.mountFinished('failure', perr.grpcStatus, perr.code, elapsedMs(started))
       throw perr
     } finally {
       this.inFlight -= 1

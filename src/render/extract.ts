@@ -1,6 +1,6 @@
 /**
- * From a Vault response to the bytes of one object's file: one key of the
- * secret, or the whole response. Pure.
+ * From a Vault response to what an object reads: one key of the secret, the
+ * secret's data without the envelope, or the whole response. Pure.
  */
 import { ProviderError, q } from '../errors.js'
 import { canonicalJson } from './canonical-json.js'
@@ -49,21 +49,29 @@ export function responseData(body: unknown, what: string): Record<string, unknow
  * `data`. Strings are returned as they are; other JSON values as compact JSON.
  */
 export function extractKey(body: unknown, secretKey: string, what: string): { value: string; isString: boolean } {
-  const data = responseData(body, what)
-  let scope = data
-  if (isPlainObject(data.data)) {
-    scope = data.data
-  } else if (data.data === null && isPlainObject(data.metadata)) {
-    const meta = data.metadata
-    const state = meta.destroyed === true ? 'destroyed' : meta.deletion_time ? 'deleted' : 'empty'
-    throw new ProviderError('VAULT_NOT_FOUND', `${what}: this KV version is ${state}; no key ${q(secretKey)} to read`)
-  }
+  const scope = secretData(body, what, `no key ${q(secretKey)} to read`)
   if (!Object.prototype.hasOwnProperty.call(scope, secretKey)) {
     throw new ProviderError('SECRET_KEY_NOT_FOUND', `${what}: secretKey ${q(secretKey)} not found; ${listKeys(scope)}`)
   }
   const value = scope[secretKey]
   if (typeof value === 'string') return { value, isString: true }
   return { value: canonicalJson(value), isString: false }
+}
+
+/**
+ * The secret's own data, without the response envelope: `data.data` for KV v2
+ * responses, else `data` (KV v1, PKI, database credentials...). A deleted or
+ * destroyed KV v2 version is an error; `missing` says what could not be read.
+ */
+export function secretData(body: unknown, what: string, missing = 'no data to read'): Record<string, unknown> {
+  const data = responseData(body, what)
+  if (isPlainObject(data.data)) return data.data
+  if (data.data === null && isPlainObject(data.metadata)) {
+    const meta = data.metadata
+    const state = meta.destroyed === true ? 'destroyed' : meta.deletion_time ? 'deleted' : 'empty'
+    throw new ProviderError('VAULT_NOT_FOUND', `${what}: this KV version is ${state}; ${missing}`)
+  }
+  return data
 }
 
 /** The whole response as JSON, minus per-request fields, so unchanged secrets give identical bytes. */

@@ -5,9 +5,14 @@
  */
 import { ProviderError, q } from '../errors.js'
 import { filePathProblem, pathConflicts } from '../request/file-paths.js'
-import type { SecretObject } from '../request/types.js'
+import type { Encoding, SecretObject } from '../request/types.js'
+import { canonicalJson } from './canonical-json.js'
+import { splitCertificate } from './certificates.js'
 import { decodeValue } from './encoding.js'
-import { extractKey, wholeResponse } from './extract.js'
+import { extractKey, secretData, wholeResponse } from './extract.js'
+import { formatData } from './formats.js'
+import { describeLevel, formatKeyPath, selectPath } from './select.js'
+import { renderTemplate } from './template.js'
 import { objectVersion } from './versions.js'
 
 export interface RenderedFile {
@@ -22,9 +27,149 @@ export interface RenderedObject {
   files: RenderedFile[]
 }
 
-/** `label` names the object and the Vault request in error messages. */
-export function renderObject(obj: SecretObject, body: unknown, defaultMode: number, label: string): RenderedFile[] {
+/** The value of `@objectName` in a template: what that object selects, decoded. */
+export type ObjectValues = (objectName: string) => unknown
+
+const NO_OBJECTS: ObjectValues = (name) => {
+  throw new ProviderError('OUTPUT_FAILED', `template references @${q(name)}, but no other objects are available`)
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+/**
+ * What an object reads from its response: the value of `secretKey` or
+ * `secretKeyPath`, else the secret's data without the envelope.
+ */
+export function selectedValue(obj: SecretObject, body: unknown, label: string): unknown {
+  if (obj.secretKey !== undefined) {
+    const scope = secretData(body, label, `no key ${q(obj.secretKey)} to read`)
+    if (!Object.prototype.hasOwnProperty.call(scope, obj.secretKey)) {
+      throw new ProviderError(
+        'SECRET_KEY_NOT_FOUND',
+        `${label}: secretKey ${q(obj.secretKey)} not found; ${describeLevel(scope)}`,
+      )
+    }
+    return scope[obj.secretKey]
+  }
+  if (obj.secretKeyPath !== undefined) {
+    const path = formatKeyPath(obj.secretKeyPath)
+    const found = selectPath(secretData(body, label, `no secretKeyPath ${q(path)} to read`), obj.secretKeyPath)
+    if (!found.ok)
+      throw new ProviderError('SECRET_KEY_NOT_FOUND', `${label}: secretKeyPath ${q(path)}: ${found.problem}`)
+    return found.value
+  }
+  return secretData(body, label)
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true })
+
+/** Every string inside `value` decoded with `encoding` into text (formats and templates write text). */
+export function decodedText(value: unknown, encoding: Encoding, label: string): unknown {
+  if (encoding === 'utf-8') return value
+  const walk = (v: unknown, at: Array<string | number>): unknown => {
+    if (typeof v === 'string') {
+      const where = at.length === 0 ? 'the value' : `the value at ${formatKeyPath(at)}`
+      const bytes = decodeValue(v, encoding, `${label}, ${where}`)
+      try {
+        return UTF8.decode(bytes)
+      } catch {
+        throw new ProviderError(
+          'DECODE_FAILED',
+          `${label}: ${where} decodes (${encoding}) to bytes that are not UTF-8 text`,
+        )
+      }
+    }
+    if (Array.isArray(v)) return v.map((item, i) => walk(item, [...at, i]))
+    if (isPlainObject(v)) {
+      const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>
+      for (const [k, item] of Object.entries(v)) out[k] = walk(item, [...at, k])
+      return out
+    }
+    return v
+  }
+  return walk(value, [])
+}
+
+/** Strings in a deterministic order: map keys sorted, arrays in order. */
+function strings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value)
+  else if (Array.isArray(value)) for (const v of value) strings(v, out)
+  else if (isPlainObject(value)) for (const k of Object.keys(value).sort()) strings(value[k], out)
+  return out
+}
+
+/** One value as file bytes: strings decoded with `encoding`, other JSON values as compact JSON. */
+function valueBytes(value: unknown, encoding: Encoding, label: string, what: string): Buffer {
+  if (typeof value === 'string') return decodeValue(value, encoding, `${label}, ${what}`)
+  if (encoding !== 'utf-8') {
+    throw new ProviderError(
+      'DECODE_FAILED',
+      `${label}: ${what} holds a JSON ${Array.isArray(value) ? 'array' : 'value'}, not a string, so encoding ${q(encoding)} cannot apply`,
+    )
+  }
+  return Buffer.from(canonicalJson(value), 'utf8')
+}
+
+/**
+ * `label` names the object and the Vault request in error messages;
+ * `objects` resolves `@objectName` in templates.
+ */
+export function renderObject(
+  obj: SecretObject,
+  body: unknown,
+  defaultMode: number,
+  label: string,
+  objects: ObjectValues = NO_OBJECTS,
+): RenderedFile[] {
   const mode = obj.filePermission ?? defaultMode
+  if (obj.template !== undefined) {
+    const root = obj.secretPath === '' ? undefined : decodedText(selectedValue(obj, body, label), obj.encoding, label)
+    const text = renderTemplate(obj.template, { root, object: objects, what: label })
+    return [{ path: obj.objectName, mode, contents: Buffer.from(text, 'utf8') }]
+  }
+  if (obj.format === 'files') {
+    const value = selectedValue(obj, body, label)
+    if (!isPlainObject(value)) {
+      throw new ProviderError(
+        'OUTPUT_FAILED',
+        `${label}: format "files" needs a map of keys, but ${describeLevel(value)}`,
+      )
+    }
+    return Object.keys(value)
+      .sort()
+      .map((key) => {
+        const path = `${obj.objectName}/${key}`
+        const problem = filePathProblem(path)
+        if (problem) {
+          throw new ProviderError(
+            'BAD_FILE_PATH',
+            `${label}: format "files": key ${q(key, 60)} cannot be a file name (the path ${q(path, 80)} ${problem})`,
+          )
+        }
+        return { path, mode, contents: valueBytes(value[key], obj.encoding, label, `key ${q(key, 60)}`) }
+      })
+  }
+  if (obj.format === 'tls') {
+    const texts = strings(decodedText(selectedValue(obj, body, label), obj.encoding, label))
+    return splitCertificate(texts, label).map(([name, contents]) => ({
+      path: `${obj.objectName}/${name}`,
+      mode,
+      contents,
+    }))
+  }
+  if (obj.format !== undefined) {
+    const value = decodedText(selectedValue(obj, body, label), obj.encoding, label)
+    return [{ path: obj.objectName, mode, contents: formatData(value, obj.format, label) }]
+  }
+  if (obj.secretKeyPath !== undefined) {
+    const what = `secretKeyPath ${q(formatKeyPath(obj.secretKeyPath))}`
+    return [
+      { path: obj.objectName, mode, contents: valueBytes(selectedValue(obj, body, label), obj.encoding, label, what) },
+    ]
+  }
+  // The reference provider's two shapes, byte for byte.
   let contents: Buffer
   if (obj.secretKey === undefined) {
     contents = Buffer.from(wholeResponse(body, label), 'utf8')
@@ -39,6 +184,37 @@ export function renderObject(obj: SecretObject, body: unknown, defaultMode: numb
     contents = decodeValue(value, obj.encoding, `${label}, secretKey ${q(obj.secretKey)}`)
   }
   return [{ path: obj.objectName, mode, contents }]
+}
+
+/**
+ * Renders every object of a Mount. `bodies[i]` is the response object i
+ * reads (undefined for a template without secretPath); templates see the
+ * other objects through `@objectName`.
+ */
+export function renderObjects(
+  objects: readonly SecretObject[],
+  bodies: readonly unknown[],
+  defaultMode: number,
+  labels: readonly string[],
+): RenderedFile[][] {
+  const index = new Map(objects.map((o, i) => [o.objectName, i]))
+  const memo = new Map<number, unknown>()
+  const values: ObjectValues = (name) => {
+    const i = index.get(name)
+    if (i === undefined || objects[i]!.template !== undefined) {
+      // parseObjects refuses such references; kept as a safety net.
+      throw new ProviderError(
+        'OUTPUT_FAILED',
+        `template references @${q(name)}, which is not an object that reads a secret`,
+      )
+    }
+    if (!memo.has(i)) {
+      const o = objects[i]!
+      memo.set(i, decodedText(selectedValue(o, bodies[i], labels[i]!), o.encoding, labels[i]!))
+    }
+    return memo.get(i)
+  }
+  return objects.map((obj, i) => renderObject(obj, bodies[i], defaultMode, labels[i]!, values))
 }
 
 export function versionObject(obj: SecretObject, files: RenderedFile[], hmacKey: Buffer): RenderedObject {

@@ -5,8 +5,19 @@
  */
 import { parseDocument, isMap, isSeq, isScalar, type YAMLMap, type YAMLSeq } from 'yaml'
 import { ProviderError, q } from '../errors.js'
+import { KeyPathSyntaxError, parseKeyPath } from '../render/select.js'
+import { TemplateSyntaxError, checkTemplate } from '../render/template.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
-import { ENCODINGS, METHODS, type Encoding, type HttpMethod, type Json, type SecretObject } from './types.js'
+import {
+  ENCODINGS,
+  METHODS,
+  OUTPUT_FORMATS,
+  type Encoding,
+  type HttpMethod,
+  type Json,
+  type OutputFormat,
+  type SecretObject,
+} from './types.js'
 
 export const MAX_OBJECTS_YAML_BYTES = 512 * 1024
 export const MAX_OBJECTS = 1000
@@ -21,9 +32,24 @@ const KNOWN_FIELDS = new Set([
   'secretArgs',
   'filePermission',
   'encoding',
+  // This provider's output fields (docs/outputs.md).
+  'secretKeyPath',
+  'format',
+  'template',
 ])
 /** Fields Go decodes into strings: a plain scalar there keeps its source text (`0123`, `on`). */
-const STRING_FIELDS = new Set(['objectName', 'secretPath', 'secretKey', 'method', 'encoding'])
+const STRING_FIELDS = new Set([
+  'objectName',
+  'secretPath',
+  'secretKey',
+  'method',
+  'encoding',
+  'secretKeyPath',
+  'format',
+  'template',
+])
+/** Formats that write a directory of files under objectName. */
+export const DIRECTORY_FORMATS: ReadonlySet<OutputFormat> = new Set<OutputFormat>(['files', 'tls'])
 /** Accepted for compatibility and ignored, as the reference provider does. */
 const LEGACY_FIELDS = new Set(['objectVersion'])
 
@@ -202,9 +228,23 @@ function parseObject(index: number, entry: unknown): SecretObject {
   const pathProblem = filePathProblem(name)
   if (pathProblem) throw objectError(index, name, `objectName ${pathProblem}`)
 
+  const template = parseTemplateField(index, name, fields.template)
   const rawPath = scalarString(fields.secretPath)
-  if (rawPath === undefined || rawPath === '') throw objectError(index, name, 'secretPath is missing or not a string')
-  const { path, query } = parseSecretPath(index, name, rawPath)
+  const hasPath = fields.secretPath !== undefined && fields.secretPath !== null && fields.secretPath !== ''
+  if (!hasPath && template === undefined) throw objectError(index, name, 'secretPath is missing or not a string')
+  if (hasPath && rawPath === undefined) throw objectError(index, name, 'secretPath is missing or not a string')
+  if (!hasPath) {
+    for (const field of ['method', 'secretArgs', 'secretKey', 'secretKeyPath', 'encoding']) {
+      if (fields[field] !== undefined && fields[field] !== null && fields[field] !== '') {
+        throw objectError(
+          index,
+          name,
+          `${field} needs a secretPath (a template without secretPath reads only other objects)`,
+        )
+      }
+    }
+  }
+  const { path, query } = hasPath ? parseSecretPath(index, name, rawPath!) : { path: '', query: [] }
 
   let method: HttpMethod = 'GET'
   if (fields.method !== undefined && fields.method !== null && fields.method !== '') {
@@ -219,6 +259,35 @@ function parseObject(index: number, entry: unknown): SecretObject {
   if (fields.secretKey !== undefined && fields.secretKey !== null && fields.secretKey !== '') {
     secretKey = scalarString(fields.secretKey)
     if (secretKey === undefined) throw objectError(index, name, 'secretKey must be a string')
+  }
+
+  let secretKeyPath: Array<string | number> | undefined
+  if (fields.secretKeyPath !== undefined && fields.secretKeyPath !== null && fields.secretKeyPath !== '') {
+    const text = scalarString(fields.secretKeyPath)
+    if (text === undefined) throw objectError(index, name, 'secretKeyPath must be a string')
+    if (secretKey !== undefined) {
+      throw objectError(index, name, 'set secretKey or secretKeyPath, not both (secretKeyPath "a" is secretKey "a")')
+    }
+    try {
+      secretKeyPath = parseKeyPath(text)
+    } catch (err) {
+      if (err instanceof KeyPathSyntaxError) throw objectError(index, name, `secretKeyPath ${q(text)} ${err.message}`)
+      throw err
+    }
+  }
+
+  let format: OutputFormat | undefined
+  if (fields.format !== undefined && fields.format !== null && fields.format !== '') {
+    const f = scalarString(fields.format)?.toLowerCase()
+    if (f === undefined || !(OUTPUT_FORMATS as readonly string[]).includes(f)) {
+      throw objectError(
+        index,
+        name,
+        `format must be one of ${OUTPUT_FORMATS.join(', ')}, got ${q(String(fields.format))}`,
+      )
+    }
+    format = f as OutputFormat
+    if (template !== undefined) throw objectError(index, name, 'set format or template, not both')
   }
 
   let encoding: Encoding = 'utf-8'
@@ -255,9 +324,50 @@ function parseObject(index: number, entry: unknown): SecretObject {
     method,
     secretArgs,
     secretKey,
+    // New fields only when set: objects without them stay exactly as before.
+    ...(secretKeyPath !== undefined ? { secretKeyPath } : {}),
+    ...(format !== undefined ? { format } : {}),
+    ...(template !== undefined ? { template } : {}),
     encoding,
     filePermission,
     config: canonicalConfig(fields),
+  }
+}
+
+function parseTemplateField(index: number, name: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string') throw objectError(index, name, 'template must be a string')
+  if (value === '') throw objectError(index, name, 'template is empty')
+  try {
+    checkTemplate(value)
+  } catch (err) {
+    if (err instanceof TemplateSyntaxError) throw objectError(index, name, `template ${err.message}`)
+    throw err
+  }
+  return value
+}
+
+/** `@objectName` references of templates: to existing objects, that are not templates themselves. */
+function checkTemplateReferences(objects: readonly SecretObject[]): void {
+  const byName = new Map(objects.map((o) => [o.objectName, o]))
+  for (const o of objects) {
+    if (o.template === undefined) continue
+    for (const ref of checkTemplate(o.template)) {
+      const target = byName.get(ref)
+      if (!target) {
+        const names = objects.filter((x) => x.template === undefined).map((x) => q(x.objectName, 60))
+        throw new ProviderError(
+          'BAD_OBJECT',
+          `object ${q(o.objectName)}: template references @${q(ref)}, which is not an objectName of this SecretProviderClass (objects it can reference: ${names.join(', ') || 'none'})`,
+        )
+      }
+      if (target.template !== undefined) {
+        throw new ProviderError(
+          'BAD_OBJECT',
+          `object ${q(o.objectName)}: template references @${q(ref)}, which is itself a template; templates can reference only objects that read a secret`,
+        )
+      }
+    }
   }
 }
 
@@ -279,7 +389,12 @@ export function parseObjects(text: string): SecretObject[] {
     )
   }
   const objects = data.map((entry, i) => parseObject(i, entry))
-  const { duplicates, nested } = pathConflicts(objects.map((o) => o.objectName))
+  const { duplicates, nested: allNested } = pathConflicts(objects.map((o) => o.objectName))
+  // `a/b` beside a directory object `a` is fine unless a file collides (checked when rendering).
+  const directories = new Set(
+    objects.filter((o) => o.format && DIRECTORY_FORMATS.has(o.format)).map((o) => o.objectName),
+  )
+  const nested = allNested.filter(([dir]) => !directories.has(dir))
   if (duplicates.length > 0) {
     throw new ProviderError(
       'BAD_OBJECT',
@@ -293,5 +408,6 @@ export function parseObjects(text: string): SecretObject[] {
       `object ${q(file)} needs ${q(dir)} to be a directory, but object ${q(dir)} is a file`,
     )
   }
+  checkTemplateReferences(objects)
   return objects
 }

@@ -8,8 +8,9 @@
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
+import { LRUCache } from 'lru-cache'
 import { parseObjects } from './objects.js'
-import type { MountSpec, PodIdentity, PodToken } from './types.js'
+import type { MountSpec, PodIdentity, PodToken, SecretObject } from './types.js'
 
 export const DEFAULT_AUDIENCE = 'vault'
 export const DEFAULT_FILE_MODE = 0o644
@@ -228,6 +229,23 @@ function parseTls(attrs: Map<string, string>, defaults: VaultTlsConfig): VaultTl
   return tls
 }
 
+/**
+ * Every pod of a SecretProviderClass sends the same `objects` text on every
+ * re-mount: parse each distinct text once. Parsing is pure and its result is
+ * never mutated, so sharing it is safe; failures are not cached.
+ */
+const PARSED_OBJECTS_CACHE_SIZE = 256
+const parsedObjects = new LRUCache<string, SecretObject[]>({ max: PARSED_OBJECTS_CACHE_SIZE })
+
+function parseObjectsCached(text: string): SecretObject[] {
+  let objects = parsedObjects.get(text)
+  if (!objects) {
+    objects = parseObjects(text)
+    parsedObjects.set(text, objects)
+  }
+  return objects
+}
+
 export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults): MountSpec {
   if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
     throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
@@ -257,7 +275,7 @@ export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults)
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }
-  const objects = parseObjects(objectsText)
+  const objects = parseObjectsCached(objectsText)
 
   // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
   const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)

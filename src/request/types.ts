@@ -4,6 +4,10 @@ import type { VaultTlsConfig } from '../config/config.js'
 export const ENCODINGS = ['utf-8', 'base64', 'hex'] as const
 export type Encoding = (typeof ENCODINGS)[number]
 
+/** What an object writes besides the reference provider's one value / whole response (docs/outputs.md). */
+export const OUTPUT_FORMATS = ['json', 'yaml', 'env', 'properties', 'files', 'tls'] as const
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
+
 export const METHODS = ['GET', 'PUT', 'POST'] as const
 export type HttpMethod = (typeof METHODS)[number]
 
@@ -12,13 +16,22 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 
 export interface SecretObject {
   objectName: string
-  /** Vault API path without `/v1/` and without the query, e.g. `secret/data/app`. */
+  /**
+   * Vault API path without `/v1/` and without the query, e.g. `secret/data/app`.
+   * Empty only for a `template` object that reads no secret of its own.
+   */
   secretPath: string
   /** Query parameters from `secretPath?…`, in the order written. */
   query: Array<[string, string]>
   method: HttpMethod
   secretArgs?: { [key: string]: Json }
   secretKey?: string
+  /** `secretKeyPath`, parsed: map keys (strings) and array indexes (numbers) inside the secret's data. */
+  secretKeyPath?: Array<string | number>
+  /** Absent: one value or the whole response, as the reference provider writes them. */
+  format?: OutputFormat
+  /** A Mustache template rendered into the object's file (src/render/template.ts). */
+  template?: string
   encoding: Encoding
   /** Absent means the request's default permission. */
   filePermission?: number

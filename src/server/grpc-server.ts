@@ -3,15 +3,27 @@
  * unix socket the driver dials, maps ProviderErrors to gRPC statuses, and
  * derives each Mount's deadline from the caller's.
  */
+import { randomBytes } from 'node:crypto'
+import { rename } from 'node:fs/promises'
 import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_VERSION, PROTO_DIR, RUNTIME_NAME } from '../package-info.js'
 import { Deadline } from '../util/deadline.js'
-import { bindOwnerOnly, prepareSocketPath, removeOwnSocket } from './socket.js'
+import { HealthState, healthHandlers, loadHealthService } from './health.js'
+import { checkResponseSize } from './response-size.js'
+import {
+  bindOwnerOnly,
+  inspectSocketPath,
+  prepareSocketPath,
+  privateSocketPath,
+  removeOwnSocket,
+  socketInodeAt,
+} from './socket.js'
 
 export const API_VERSION = 'v1alpha1'
 /** Answer this long before the caller's deadline, so the error reaches kubelet instead of a bare timeout. */
@@ -57,23 +69,44 @@ export interface ProviderServerOptions {
   mountService: MountService
   mountTimeoutMs: number
   logger: Logger
+  /** Largest MountResponse to send (the driver's --max-call-recv-msg-size, 4 MiB by default). */
+  maxResponseBytes?: number
+  /**
+   * Called once another instance has taken over the socket path and every
+   * call this one was serving has finished: the owner exits.
+   */
+  onReplaced?: () => void
 }
+
+/** How often the socket path is checked for a successor. */
+export const HANDOVER_POLL_MS = 200
 
 export class ProviderServer {
   private readonly opts: ProviderServerOptions
   private readonly server: grpc.Server
   private socketInode: number | undefined
   private stopping = false
+  private replaced = false
+  /** Listeners bound so far (the first at start, more if the socket file had to be recreated). */
+  private binds = 0
+  private readonly instanceTag = randomBytes(3).toString('hex')
+  private watchTimer: NodeJS.Timeout | undefined
+  private readonly serializeMountResponse: (value: unknown) => Buffer
+  /** grpc.health.v1.Health on the same socket: SERVING between start() and stop(). */
+  readonly health = new HealthState()
 
   constructor(opts: ProviderServerOptions) {
     this.opts = opts
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     })
-    this.server.addService(loadProviderService(), {
+    const service = loadProviderService()
+    this.serializeMountResponse = service.Mount!.responseSerialize as (value: unknown) => Buffer
+    this.server.addService(service, {
       Version: this.version.bind(this),
       Mount: this.mount.bind(this),
     })
+    this.server.addService(loadHealthService(), healthHandlers(this.health))
   }
 
   private version(
@@ -94,36 +127,126 @@ export class ProviderServer {
       .mount({ attributes: req.attributes, secrets: req.secrets, permission: req.permission }, deadline)
       .then(
         (result) => {
-          callback(null, {
+          const response = {
             object_version: result.objects.map((o) => ({ id: o.id, version: o.version })),
             files: result.objects.flatMap((o) =>
               o.files.map((f) => ({ path: f.path, mode: f.mode, contents: f.contents })),
             ),
-          })
+          }
+          const tooLarge = checkResponseSize(
+            response,
+            result.objects,
+            this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+            this.serializeMountResponse,
+          )
+          if (tooLarge) {
+            this.opts.logger.warn({ code: tooLarge.code, reason: tooLarge.message }, 'mount response refused')
+            callback(toStatus(tooLarge))
+            return
+          }
+          callback(null, response)
         },
         (err: unknown) => callback(toStatus(toProviderError(err))),
       )
   }
 
+  /**
+   * Binds the socket. A socket already at the path (a running instance during
+   * an upgrade, or a stale file after kill -9) is replaced atomically: bind a
+   * private path, then rename it over the public one, so the driver's next
+   * dial reaches this instance and no dial ever finds the path missing. The
+   * previous instance notices (watchSocket) and drains.
+   */
   async start(): Promise<void> {
     const { socketPath, logger } = this.opts
-    const { removedStale } = await prepareSocketPath(socketPath)
-    if (removedStale) logger.info({ socket: socketPath }, 'removed a stale socket file')
-    this.socketInode = await bindOwnerOnly(
-      socketPath,
-      () =>
-        new Promise<void>((resolve, reject) => {
-          this.server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-            err ? reject(err) : resolve(),
-          )
-        }),
-    )
+    const previous = await inspectSocketPath(socketPath)
+    await this.bindPublicPath()
+    if (previous === 'stale') logger.info({ socket: socketPath }, 'removed a stale socket file')
+    if (previous === 'live') {
+      logger.info(
+        { socket: socketPath },
+        'took over the socket from a running instance; it finishes its calls and exits',
+      )
+    }
+    this.health.set(true)
+    this.watchSocket()
     logger.info({ socket: socketPath, version: PACKAGE_VERSION }, 'serving the provider API')
   }
 
-  /** Stops accepting calls, lets those in flight finish within `graceMs`, then cuts the rest. */
-  async stop(graceMs: number): Promise<void> {
-    this.stopping = true
+  /** Binds a private name and renames it over the public path (see start()). */
+  private async bindPublicPath(): Promise<void> {
+    const { socketPath } = this.opts
+    const bind = (p: string) => () =>
+      new Promise<void>((resolve, reject) => {
+        this.server.bindAsync(`unix:${p}`, grpc.ServerCredentials.createInsecure(), (err) =>
+          err ? reject(err) : resolve(),
+        )
+      })
+    this.binds += 1
+    // pid alone is not unique: two pods on a node may both run as pid 1 in their own namespaces.
+    const privatePath = privateSocketPath(socketPath, `${process.pid}-${this.instanceTag}.${this.binds}`)
+    if (privatePath === undefined) {
+      // Too long for a sibling name: unlink and bind (a short gap without a socket).
+      await prepareSocketPath(socketPath)
+      this.socketInode = await bindOwnerOnly(socketPath, bind(socketPath))
+    } else {
+      await prepareSocketPath(privatePath)
+      this.socketInode = await bindOwnerOnly(privatePath, bind(privatePath))
+      await rename(privatePath, socketPath)
+    }
+  }
+
+  /**
+   * Polls the socket path: once it holds another instance's socket, hand
+   * over. If the path is gone (removed by hand, or by an older instance's
+   * shutdown: a listener bound directly at the path unlinks it on close), bind
+   * it again, so the driver can still reach this instance.
+   */
+  private watchSocket(): void {
+    let checking = false
+    this.watchTimer = setInterval(() => {
+      if (checking) return
+      checking = true
+      void socketInodeAt(this.opts.socketPath)
+        .then(async (ino) => {
+          if (this.stopping || this.replaced || this.socketInode === undefined) return
+          if (ino !== undefined && ino !== this.socketInode) {
+            void this.handOver()
+            return
+          }
+          if (ino === undefined) {
+            this.opts.logger.warn({ socket: this.opts.socketPath }, 'the socket file disappeared; binding it again')
+            await this.bindPublicPath()
+          }
+        })
+        .catch((err: unknown) => this.opts.logger.error({ err }, 'cannot bind the socket again'))
+        .finally(() => {
+          checking = false
+        })
+    }, HANDOVER_POLL_MS)
+    this.watchTimer.unref()
+  }
+
+  /**
+   * Another instance owns the path now. Send GOAWAY on every connection (the
+   * driver's client re-dials the path, reaching the new instance), keep
+   * serving the calls already here, then tell the owner to exit.
+   */
+  private async handOver(): Promise<void> {
+    this.replaced = true
+    clearInterval(this.watchTimer)
+    const { logger, mountService } = this.opts
+    logger.info(
+      { inFlight: mountService.mountsInFlight },
+      'another instance took over the socket: finishing the calls in flight, then exiting',
+    )
+    this.health.set(false)
+    await this.drain(this.opts.mountTimeoutMs + DEADLINE_MARGIN_MS)
+    logger.info('handover complete')
+    this.opts.onReplaced?.()
+  }
+
+  private async drain(graceMs: number): Promise<void> {
     const graceful = new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()))
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<'timeout'>((resolve) => {
@@ -135,6 +258,14 @@ export class ProviderServer {
       this.opts.logger.warn({ graceMs }, 'calls still in flight after the grace period; closing them')
       this.server.forceShutdown()
     }
+  }
+
+  /** Stops accepting calls, lets those in flight finish within `graceMs`, then cuts the rest. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true
+    clearInterval(this.watchTimer)
+    this.health.set(false)
+    await this.drain(graceMs)
     if (this.socketInode !== undefined) await removeOwnSocket(this.opts.socketPath, this.socketInode)
   }
 }

@@ -2,6 +2,7 @@
  * The unix socket file the driver dials: `<dir>/<provider>.sock`.
  */
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises'
+import net from 'node:net'
 import path from 'node:path'
 
 /** Only the owner (the driver runs as root) may connect: the socket is the only access control. */
@@ -48,4 +49,45 @@ export async function bindOwnerOnly(socketPath: string, bind: () => Promise<void
 export async function removeOwnSocket(socketPath: string, inode: number): Promise<void> {
   const stat = await lstat(socketPath).catch(() => undefined)
   if (stat?.isSocket() && stat.ino === inode) await unlink(socketPath).catch(() => undefined)
+}
+
+/** Longest unix socket path Linux accepts (sun_path is 108 bytes with the NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107
+
+/**
+ * The private name an instance binds before renaming its socket over the
+ * public path. Unique per process; undefined when it would be too long.
+ * (Binding the public path directly would also make libuv unlink that path
+ * when this instance closes its listener, removing a successor's socket.)
+ */
+export function privateSocketPath(socketPath: string, unique: string | number = process.pid): string | undefined {
+  const p = `${socketPath}.${unique}~`
+  return Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES ? p : undefined
+}
+
+/** What is at the socket path: nothing, a socket nobody answers on, or a live server. */
+export async function inspectSocketPath(socketPath: string): Promise<'none' | 'stale' | 'live'> {
+  await mkdir(path.dirname(socketPath), { recursive: true })
+  const stat = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined
+    throw err
+  })
+  if (stat === undefined) return 'none'
+  if (!stat.isSocket()) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`)
+  return new Promise((resolve) => {
+    const s = net.connect({ path: socketPath })
+    const done = (state: 'stale' | 'live'): void => {
+      s.destroy()
+      resolve(state)
+    }
+    s.setTimeout(1000, () => done('stale'))
+    s.once('connect', () => done('live'))
+    s.once('error', () => done('stale'))
+  })
+}
+
+/** The inode of the socket at the path, or undefined when there is none. */
+export async function socketInodeAt(socketPath: string): Promise<number | undefined> {
+  const stat = await lstat(socketPath).catch(() => undefined)
+  return stat?.isSocket() ? stat.ino : undefined
 }

@@ -1,21 +1,34 @@
 /**
- * One pod identity's conversation with Vault: its own node-vault client (the
+ * One identity's conversation with Vault: its own node-vault client (the
  * token holder: node-vault's login overwrites the client's token, so a client
- * is never shared between identities), one login at a time, and a single
- * re-login when a cached token is refused.
+ * is never shared between identities), one login at a time, the token's
+ * lifecycle (renewed at two thirds of its TTL, replaced when it cannot be,
+ * revoked when the identity goes away), a single re-login when a cached token
+ * is refused, and what the identity has read (secret-cache.ts).
  */
 import nodeVault from 'node-vault'
 import { ProviderError, q } from '../errors.js'
 import type { Logger } from '../observability/logger.js'
+import { instrumentClient, type VaultObserver } from '../observability/vault-observer.js'
 import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
 import { statusOf, vaultError, isTimeout } from './errors.js'
+import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
 import type { Transport } from './transport.js'
+import { breakerHooks } from './breaker.js'
+import { DEFAULT_RETRY_POLICY, withRetry } from './retry.js'
+
+/** How many attempts a failed call took (set by send(), read by the error path). */
+const ATTEMPTS = new WeakMap<object, number>()
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
-/** A token is replaced once this fraction of its TTL has passed (renewal comes with the token lifecycle). */
-export const TOKEN_REFRESH_FRACTION = 2 / 3
+/** A token in use is renewed once this fraction of its TTL has passed. */
+export const TOKEN_RENEW_FRACTION = 2 / 3
+/** A renewal that grants less than this share of the login's TTL means the max TTL is near: log in again. */
+export const MIN_TOKEN_RENEWED_SHARE = 1 / 4
+/** Revocation is best effort and must not hold up anything. */
+export const REVOKE_TIMEOUT_MS = 5_000
 
 export interface VaultIdentity {
   connection: VaultConnection
@@ -50,7 +63,17 @@ interface TokenState {
   /** Increases with every login, so a 403 can tell whether someone already re-logged in. */
   generation: number
   obtainedAt: number
-  refreshAt: number
+  /** The login's TTL; 0 for a token that never expires. */
+  ttlMs: number
+  renewable: boolean
+  renewAt: number
+  expiresAt: number
+}
+
+export interface SessionOptions extends SecretCacheOptions {
+  logger: Logger
+  /** Told about every HTTP call to Vault (metrics, the CLI's timings). */
+  observer?: VaultObserver
 }
 
 export type JwtSupplier = () => Promise<string>
@@ -63,12 +86,18 @@ export class VaultSession {
   private token: TokenState | undefined
   private loginInFlight: Promise<TokenState> | undefined
   private generation = 0
+  /** Expiry of recent tokens by generation: leases die with the token that created them. */
+  private readonly expiryByGeneration = new Map<number, number>()
+  private readonly cache: SecretCache
+  private readonly observer: VaultObserver | undefined
   lastUsedAt = Date.now()
 
-  constructor(identity: VaultIdentity, transport: Transport, logger: Logger) {
+  constructor(identity: VaultIdentity, transport: Transport, opts: SessionOptions) {
     this.identity = identity
     this.transport = transport
-    this.logger = logger
+    this.logger = opts.logger
+    this.observer = opts.observer
+    this.cache = new SecretCache(opts)
     this.client = nodeVault({
       apiVersion: 'v1',
       endpoint: transport.endpoint,
@@ -81,6 +110,7 @@ export class VaultSession {
     this.client.token = ''
     ;(this.client as unknown as { namespace?: string }).namespace = identity.connection.namespace
     ;(this.client as unknown as { pathPrefix: string }).pathPrefix = ''
+    instrumentClient(this.client, opts.observer)
   }
 
   private where(): string {
@@ -109,13 +139,24 @@ export class VaultSession {
     const started = Date.now()
     let body: unknown
     try {
-      body = await this.client.request({
-        path: `/auth/${encodePath(this.identity.authMount)}/login`,
-        method: 'POST',
-        json: { jwt, role: this.identity.role },
-        headers: {},
-        ...this.requestOptions(deadline, what),
-      })
+      // Same retry policy and breaker as reads: a 429 or a reset during a rollout is not a failed Mount.
+      body = await withRetry(
+        () =>
+          this.client.request({
+            path: `/auth/${encodePath(this.identity.authMount)}/login`,
+            method: 'POST',
+            json: { jwt, role: this.identity.role },
+            headers: {},
+            ...this.requestOptions(deadline, what),
+          }),
+        deadline,
+        DEFAULT_RETRY_POLICY,
+        {
+          ...breakerHooks(this.identity.connection),
+          onRetry: (attempt, delayMs, reason) =>
+            this.logger.debug({ call: 'login', attempt, delayMs, reason }, 'retrying Vault login'),
+        },
+      )
     } catch (err) {
       if (isTimeout(err) && deadline.expired()) {
         throw new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
@@ -130,11 +171,12 @@ export class VaultSession {
     this.client.token = auth.client_token
     const now = Date.now()
     this.generation += 1
-    const state: TokenState = {
-      generation: this.generation,
-      obtainedAt: now,
-      refreshAt: ttlSec === 0 ? Number.POSITIVE_INFINITY : now + ttlSec * 1000 * TOKEN_REFRESH_FRACTION,
-    }
+    const state = this.tokenState(
+      this.generation,
+      now,
+      ttlSec * 1000,
+      (auth as { renewable?: unknown }).renewable === true,
+    )
     this.logger.debug(
       { role: this.identity.role, authMount: this.identity.authMount, ttlSec, durationMs: now - started },
       'logged in to Vault',
@@ -142,12 +184,65 @@ export class VaultSession {
     return state
   }
 
-  /** A usable token: the cached one, or one from a login shared by every concurrent caller. */
+  private tokenState(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenState {
+    const expiresAt = ttlMs === 0 ? Number.POSITIVE_INFINITY : obtainedAt + ttlMs
+    this.expiryByGeneration.set(generation, expiresAt)
+    // Only the current and the previous token can still own live leases worth tracking.
+    for (const g of this.expiryByGeneration.keys()) if (g < generation - 1) this.expiryByGeneration.delete(g)
+    return {
+      generation,
+      obtainedAt,
+      ttlMs,
+      renewable,
+      renewAt: ttlMs === 0 ? Number.POSITIVE_INFINITY : obtainedAt + ttlMs * TOKEN_RENEW_FRACTION,
+      expiresAt,
+    }
+  }
+
+  tokenExpiresAt(generation: number): number {
+    return this.expiryByGeneration.get(generation) ?? 0
+  }
+
+  /** renew-self; undefined when the token could not be extended enough to be worth keeping. */
+  private async renew(current: TokenState, deadline: Deadline): Promise<TokenState | undefined> {
+    const what = `token renewal (${this.where()})`
+    try {
+      const body = await this.client.request({
+        path: '/auth/token/renew-self',
+        method: 'POST',
+        json: {},
+        headers: {},
+        ...this.requestOptions(deadline, what),
+      } as { path: string; method: string })
+      const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
+      const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0
+      if (ttlSec * 1000 < current.ttlMs * MIN_TOKEN_RENEWED_SHARE) return undefined
+      this.logger.debug({ role: this.identity.role, ttlSec }, 'renewed the Vault token')
+      return this.tokenState(current.generation, Date.now(), ttlSec * 1000, auth?.renewable === true)
+    } catch (err) {
+      this.logger.debug(
+        { role: this.identity.role, status: statusOf(err) },
+        'Vault token renewal failed; logging in again',
+      )
+      return undefined
+    }
+  }
+
+  /** Renews the token if possible, else logs in. */
+  private async refresh(current: TokenState | undefined, getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
+    if (current && current.renewable && Date.now() < current.expiresAt) {
+      const renewed = await this.renew(current, deadline)
+      if (renewed) return renewed
+    }
+    return this.login(getJwt, deadline)
+  }
+
+  /** A usable token: the cached one, or one from a renewal or login shared by every concurrent caller. */
   private async ensureToken(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
     const current = this.token
-    if (current && Date.now() < current.refreshAt) return current
+    if (current && Date.now() < current.renewAt) return current
     if (!this.loginInFlight) {
-      this.loginInFlight = this.login(getJwt, deadline)
+      this.loginInFlight = this.refresh(current, getJwt, deadline)
         .then((state) => {
           this.token = state
           return state
@@ -193,24 +288,139 @@ export class VaultSession {
     if (isTimeout(err) && deadline.expired()) {
       return new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
     }
-    return vaultError(err, what, false)
+    const failed = vaultError(err, what, false)
+    const attempts =
+      err !== null && typeof err === 'object' && !(err instanceof ProviderError) ? ATTEMPTS.get(err) : undefined
+    if (attempts === undefined || failed.code !== 'VAULT_UNAVAILABLE') return failed
+    return new ProviderError(failed.code, `${failed.message} (after ${attempts} attempts)`)
   }
 
+  /**
+   * One Vault call under the retry policy (src/vault/retry.ts), reporting to
+   * the address's breaker (src/vault/breaker.ts): fails at once while the
+   * address is known to be down, and stops retrying when it goes down.
+   */
   private async send(req: VaultRequest, deadline: Deadline, label: string): Promise<unknown> {
     const query = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
-    const options: Record<string, unknown> = {
-      path: `/${encodePath(req.path)}${query}`,
-      method: req.method,
-      headers: {},
-      ...this.requestOptions(deadline, `${label}: ${describeRequest(req)}`),
+    const what = `${label}: ${describeRequest(req)}`
+    let attempts = 0
+    try {
+      return await withRetry(
+        () => {
+          attempts += 1
+          // Rebuilt per attempt: the timeout is what is left of the Mount's deadline.
+          const options: Record<string, unknown> = {
+            path: `/${encodePath(req.path)}${query}`,
+            method: req.method,
+            headers: {},
+            ...this.requestOptions(deadline, what),
+          }
+          if (req.body !== undefined) options.json = req.body
+          return this.client.request(options as { path: string; method: string })
+        },
+        deadline,
+        DEFAULT_RETRY_POLICY,
+        {
+          ...breakerHooks(this.identity.connection),
+          onRetry: (attempt, delayMs, reason) =>
+            this.logger.debug({ call: describeRequest(req), attempt, delayMs, reason }, 'retrying Vault call'),
+        },
+      )
+    } catch (err) {
+      if (attempts > 1 && err !== null && typeof err === 'object') ATTEMPTS.set(err, attempts)
+      throw err
     }
-    if (req.body !== undefined) options.json = req.body
-    return this.client.request(options as { path: string; method: string })
   }
 
-  /** Forget the token locally (revocation comes with the token lifecycle work). */
+  /**
+   * Reads through the identity's cache: coalesced with identical reads in
+   * flight, and for leased or issued secrets, the pod's earlier answer while
+   * it is good (see secret-cache.ts).
+   */
+  fetch(
+    req: VaultRequest,
+    requestKey: string,
+    podUid: string,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+    label: string,
+  ): Promise<FetchOutcome> {
+    this.lastUsedAt = Date.now()
+    const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', {
+      read: async () => {
+        const body = await this.request(req, getJwt, deadline, label)
+        return { body, tokenGeneration: this.token?.generation ?? 0 }
+      },
+      renewLease: async (leaseId) => {
+        const body = await this.request(
+          { method: 'PUT', path: 'sys/leases/renew', query: [], body: { lease_id: leaseId } },
+          getJwt,
+          deadline,
+          `${label}: lease renewal`,
+        )
+        const b = body as { lease_duration?: unknown; renewable?: unknown } | null
+        return {
+          ttlMs: typeof b?.lease_duration === 'number' ? b.lease_duration * 1000 : 0,
+          renewable: b?.renewable === true,
+        }
+      },
+      tokenExpiresAt: (generation) => this.tokenExpiresAt(generation),
+    })
+    return outcome.then((o) => {
+      this.report(o)
+      return o
+    })
+  }
+
+  private report(o: FetchOutcome): void {
+    const observer = this.observer
+    if (!observer) return
+    try {
+      const reused = o.source !== 'vault'
+      observer.cacheLookup?.('response', reused)
+      if (o.kind !== 'static') observer.leaseReuse?.(reused)
+    } catch {
+      // Instrumentation never fails a Mount.
+    }
+  }
+
+  get cachedSecrets(): number {
+    return this.cache.size
+  }
+
+  forgetPod(podUid: string): void {
+    this.cache.forgetPod(podUid)
+  }
+
+  /** Forgets the token and what was read with it, without telling Vault (pods may still use its leases). */
   close(): void {
     this.client.token = ''
     this.token = undefined
+    this.cache.clear()
+  }
+
+  /**
+   * Revokes the token (and with it, in Vault, the leases it created): for an
+   * identity whose pods are gone. Best effort, bounded in time.
+   */
+  async revoke(): Promise<void> {
+    const token = this.token
+    if (token && Date.now() < token.expiresAt) {
+      try {
+        await this.client.request({
+          path: '/auth/token/revoke-self',
+          method: 'POST',
+          json: {},
+          headers: {},
+          timeout: REVOKE_TIMEOUT_MS,
+          httpAgent: this.transport.httpAgent,
+          httpsAgent: this.transport.httpsAgent,
+        } as { path: string; method: string })
+        this.logger.debug({ role: this.identity.role }, 'revoked the Vault token of an idle identity')
+      } catch (err) {
+        this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking an idle Vault token failed')
+      }
+    }
+    this.close()
   }
 }

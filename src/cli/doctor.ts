@@ -1,0 +1,667 @@
+/**
+ * `vault-csi-provider doctor`: checks what a Mount depends on, in the order a
+ * Mount meets it, and says how to fix each failure.
+ *
+ *   socket   exists, is a socket, owner-only, answers Version and gRPC Health
+ *   vault    reachable, TLS chain, initialized/sealed/standby, version, clock skew
+ *   auth     the auth mount and the role exist; with a pod token, the pod can log in
+ *   hmac     the object-version key (Kubernetes Secret or key file)
+ */
+import { lstat, readFile } from 'node:fs/promises'
+import http from 'node:http'
+import https from 'node:https'
+import { loadConfig, ConfigError, type ProviderConfig } from '../config/config.js'
+import { HMAC_KEY_BYTES, HMAC_SECRET_KEY } from '../hmac/hmac-key.js'
+import { KubeClient } from '../kube/client.js'
+import { parseVaultAddress } from '../request/parse-request.js'
+import type { VaultConnection } from '../request/types.js'
+import { checkGrpcHealth, checkSocket, probeVaultHealth, type VaultHealth } from '../server/health.js'
+import { describeFailure } from '../vault/errors.js'
+import { createTransport, destroyTransport } from '../vault/transport.js'
+import { EXIT, ms, UsageError, withProgress, type Style } from './output.js'
+import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
+
+export type CheckStatus = 'pass' | 'fail' | 'warn' | 'skip'
+
+export interface CheckResult {
+  id: string
+  title: string
+  status: CheckStatus
+  detail: string
+  /** What to do about a failure or warning. */
+  fix?: string
+}
+
+export interface DoctorOptions {
+  socket: string
+  spc?: string
+  role?: string
+  tokenFile?: string
+  tokenFromKubectl?: boolean
+  namespace?: string
+  serviceAccount?: string
+  audience?: string
+  json?: boolean
+  /** Daemon flags (-vault-addr, TLS, -vault-mount, -hmac-*, -kube-*), parsed by the daemon's own parser. */
+  providerFlags: string[]
+  /** Largest clock difference with Vault that passes (ms). */
+  maxClockSkewMs?: number
+}
+
+export const WARN_CLOCK_SKEW_MS = 5_000
+export const FAIL_CLOCK_SKEW_MS = 60_000
+
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+])
+
+async function socketChecks(socketPath: string): Promise<CheckResult[]> {
+  const out: CheckResult[] = []
+  const st = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => err)
+  if (st instanceof Error) {
+    out.push({
+      id: 'socket.exists',
+      title: 'provider socket exists',
+      status: 'fail',
+      detail: `${socketPath}: ${(st as NodeJS.ErrnoException).code ?? st.message}`,
+      fix: 'start the provider (its DaemonSet pod on this node) with -endpoint pointing at this path; the driver looks for <provider-volume>/vault.sock (default /var/run/secrets-store-csi-providers/vault.sock)',
+    })
+    for (const [id, title] of [
+      ['socket.permissions', 'socket is owner-only'],
+      ['socket.version', 'socket answers Version'],
+      ['socket.health', 'gRPC health is SERVING'],
+    ] as const) {
+      out.push({ id, title, status: 'skip', detail: 'no socket' })
+    }
+    return out
+  }
+  if (!st.isSocket()) {
+    out.push({
+      id: 'socket.exists',
+      title: 'provider socket exists',
+      status: 'fail',
+      detail: `${socketPath} exists but is not a socket`,
+      fix: 'remove the file; the provider refuses to replace anything that is not a socket',
+    })
+    return out
+  }
+  out.push({ id: 'socket.exists', title: 'provider socket exists', status: 'pass', detail: socketPath })
+  const mode = st.mode & 0o777
+  out.push(
+    (mode & 0o077) === 0
+      ? {
+          id: 'socket.permissions',
+          title: 'socket is owner-only',
+          status: 'pass',
+          detail: `mode 0${mode.toString(8)}, uid ${st.uid}`,
+        }
+      : {
+          id: 'socket.permissions',
+          title: 'socket is owner-only',
+          status: 'fail',
+          detail: `mode 0${mode.toString(8)}: other users on the node can ask the provider for any pod's secrets`,
+          fix: 'run a provider version that creates the socket 0600, and make sure nothing chmods the socket directory contents',
+        },
+  )
+  const v = await checkSocket(socketPath)
+  out.push(
+    v.ok
+      ? {
+          id: 'socket.version',
+          title: 'socket answers Version',
+          status: 'pass',
+          detail: `${v.detail} in ${ms(v.durationMs)}`,
+        }
+      : {
+          id: 'socket.version',
+          title: 'socket answers Version',
+          status: 'fail',
+          detail: v.detail,
+          fix: "the socket file is left over or the provider hangs: check the provider pod's log and restart it (a new provider removes a stale socket)",
+        },
+  )
+  const h = await checkGrpcHealth(socketPath)
+  out.push(
+    h.ok
+      ? {
+          id: 'socket.health',
+          title: 'gRPC health is SERVING',
+          status: 'pass',
+          detail: 'grpc.health.v1.Health/Check: SERVING',
+        }
+      : {
+          id: 'socket.health',
+          title: 'gRPC health is SERVING',
+          status: v.ok ? 'warn' : 'fail',
+          detail: `grpc.health.v1.Health/Check: ${h.status}`,
+          fix: v.ok
+            ? 'the provider answers Version but not Health: it is older than this CLI or shutting down'
+            : 'see socket.version',
+        },
+  )
+  return out
+}
+
+function tlsFix(code: string | undefined): string {
+  switch (code) {
+    case 'ERR_TLS_CERT_ALTNAME_INVALID':
+      return "Vault's certificate does not name this address: use the name in the certificate in -vault-addr / vaultAddress, or set -vault-tls-server-name / vaultTLSServerName"
+    case 'CERT_HAS_EXPIRED':
+      return "Vault's certificate has expired: renew it on the Vault servers"
+    case 'EPROTO':
+    case 'ERR_SSL_WRONG_VERSION_NUMBER':
+      return 'the address speaks plain HTTP: use http:// in -vault-addr, or enable TLS on Vault'
+    default:
+      return "Vault's certificate is not signed by a CA the provider trusts: set -vault-tls-ca-cert (VAULT_CACERT) or the SecretProviderClass parameter vaultCACertPath to the CA that signed it"
+  }
+}
+
+function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: number): CheckResult[] {
+  const out: CheckResult[] = []
+  const isHttps = conn.address.startsWith('https://')
+  const tlsFailed = h.errorCode !== undefined && TLS_CODES.has(h.errorCode)
+  if (!h.reachable && !tlsFailed) {
+    out.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'fail',
+      detail: `${conn.address}: ${h.detail}`,
+      fix:
+        h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
+          ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
+          : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
+    })
+  } else {
+    out.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'pass',
+      detail: tlsFailed
+        ? `${conn.address}: connected (TLS failed, see vault.tls)`
+        : `${conn.address} answered in ${ms(h.durationMs)}`,
+    })
+  }
+  if (!isHttps) {
+    out.push({
+      id: 'vault.tls',
+      title: 'TLS chain is trusted',
+      status: conn.address.startsWith('unix://') ? 'skip' : 'warn',
+      detail: conn.address.startsWith('unix://')
+        ? 'unix socket (Vault Agent)'
+        : 'plain HTTP: pod tokens and secrets cross the network unencrypted',
+      ...(conn.address.startsWith('unix://') ? {} : { fix: 'use https:// with a trusted CA outside test clusters' }),
+    })
+  } else if (tlsFailed) {
+    out.push({
+      id: 'vault.tls',
+      title: 'TLS chain is trusted',
+      status: 'fail',
+      detail: h.detail,
+      fix: tlsFix(h.errorCode),
+    })
+  } else if (!h.reachable) {
+    out.push({ id: 'vault.tls', title: 'TLS chain is trusted', status: 'skip', detail: 'Vault not reachable' })
+  } else {
+    out.push({
+      id: 'vault.tls',
+      title: 'TLS chain is trusted',
+      status: conn.tls.skipVerify ? 'warn' : 'pass',
+      detail: conn.tls.skipVerify ? 'verification is skipped (-vault-tls-skip-verify)' : 'certificate verified',
+      ...(conn.tls.skipVerify ? { fix: 'set a CA (-vault-tls-ca-cert) instead of skipping verification' } : {}),
+    })
+  }
+  if (!h.reachable) {
+    for (const [id, title] of [
+      ['vault.sealed', 'Vault is initialized and unsealed'],
+      ['vault.standby', 'Vault node is active'],
+      ['vault.version', 'Vault version'],
+      ['vault.clock', 'clock agrees with Vault'],
+    ] as const) {
+      out.push({ id, title, status: 'skip', detail: 'Vault not reachable' })
+    }
+    return out
+  }
+  if (h.initialized === false || h.status === 501) {
+    out.push({
+      id: 'vault.sealed',
+      title: 'Vault is initialized and unsealed',
+      status: 'fail',
+      detail: 'not initialized',
+      fix: 'initialize Vault (vault operator init / bao operator init)',
+    })
+  } else if (h.sealed === true || h.status === 503) {
+    out.push({
+      id: 'vault.sealed',
+      title: 'Vault is initialized and unsealed',
+      status: 'fail',
+      detail: `sealed (sys/health answered ${h.status})`,
+      fix: 'unseal Vault (vault operator unseal / bao operator unseal, or check its auto-unseal); Mounts fail with VAULT_UNAVAILABLE until then',
+    })
+  } else {
+    out.push({ id: 'vault.sealed', title: 'Vault is initialized and unsealed', status: 'pass', detail: 'unsealed' })
+  }
+  if (h.standby === true && h.sealed !== true) {
+    out.push({
+      id: 'vault.standby',
+      title: 'Vault node is active',
+      status: 'warn',
+      detail: `${h.performanceStandby ? 'performance ' : ''}standby (sys/health answered ${h.status})`,
+      fix: 'point -vault-addr at the active node or at a load balancer that prefers it; standbys forward or reject requests',
+    })
+  } else if (h.sealed === true) {
+    out.push({ id: 'vault.standby', title: 'Vault node is active', status: 'skip', detail: 'sealed' })
+  } else {
+    out.push({ id: 'vault.standby', title: 'Vault node is active', status: 'pass', detail: 'active' })
+  }
+  out.push({
+    id: 'vault.version',
+    title: 'Vault version',
+    status: h.version ? 'pass' : 'warn',
+    detail: h.version ?? 'not reported',
+  })
+  if (h.clockSkewMs === undefined) {
+    out.push({ id: 'vault.clock', title: 'clock agrees with Vault', status: 'skip', detail: 'Vault reported no time' })
+  } else {
+    const skew = Math.abs(h.clockSkewMs)
+    // sys/health reports whole seconds: up to 1 s of difference is rounding.
+    const status: CheckStatus = skew >= maxSkewMs ? 'fail' : skew >= WARN_CLOCK_SKEW_MS ? 'warn' : 'pass'
+    out.push({
+      id: 'vault.clock',
+      title: 'clock agrees with Vault',
+      status,
+      detail: `${h.clockSkewMs >= 0 ? 'Vault is ahead by' : 'Vault is behind by'} ${(skew / 1000).toFixed(1)} s`,
+      ...(status === 'pass'
+        ? {}
+        : {
+            fix: 'synchronise the clocks (NTP/chrony) of this node and the Vault servers: token and JWT validity depend on them',
+          }),
+    })
+  }
+  return out
+}
+
+/** Raw POST auth/<mount>/login through the provider's transport: status and Vault's errors. */
+async function tryLogin(
+  conn: VaultConnection,
+  mount: string,
+  role: string,
+  jwt: string,
+): Promise<{ status?: number; errors: string[]; token?: string; detail?: string }> {
+  const transport = await createTransport(conn)
+  try {
+    const url = new URL(`${transport.endpoint}/v1/auth/${mount.split('/').map(encodeURIComponent).join('/')}/login`)
+    const isHttps = url.protocol === 'https:'
+    const body = JSON.stringify({ role, jwt })
+    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    if (conn.namespace) headers['x-vault-namespace'] = conn.namespace
+    return await new Promise((resolve) => {
+      const req = (isHttps ? https.request : http.request)(
+        url,
+        { method: 'POST', agent: isHttps ? transport.httpsAgent : transport.httpAgent, headers, timeout: 10_000 },
+        (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('end', () => {
+            let parsed: any
+            try {
+              parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+            } catch {
+              parsed = {}
+            }
+            const errors = Array.isArray(parsed?.errors)
+              ? parsed.errors.filter((e: unknown) => typeof e === 'string')
+              : []
+            const token = typeof parsed?.auth?.client_token === 'string' ? parsed.auth.client_token : undefined
+            resolve({ status: res.statusCode, errors, token })
+          })
+        },
+      )
+      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
+      req.on('error', (err) => resolve({ errors: [], detail: describeFailure(err).detail }))
+      req.end(body)
+    })
+  } finally {
+    destroyTransport(transport)
+  }
+}
+
+/** Best effort: the doctor's test login must not leave a token behind. */
+async function revokeSelf(conn: VaultConnection, token: string): Promise<void> {
+  const transport = await createTransport(conn)
+  try {
+    const url = new URL(`${transport.endpoint}/v1/auth/token/revoke-self`)
+    const isHttps = url.protocol === 'https:'
+    const headers: Record<string, string> = { 'x-vault-token': token }
+    if (conn.namespace) headers['x-vault-namespace'] = conn.namespace
+    await new Promise<void>((resolve) => {
+      const req = (isHttps ? https.request : http.request)(
+        url,
+        { method: 'POST', agent: isHttps ? transport.httpsAgent : transport.httpAgent, headers, timeout: 5_000 },
+        (res) => {
+          res.resume()
+          res.on('end', () => resolve())
+        },
+      )
+      req.on('timeout', () => req.destroy())
+      req.on('error', () => resolve())
+      req.end()
+    })
+  } finally {
+    destroyTransport(transport)
+  }
+}
+
+const ROLE_MISSING = /role .*(could not be found|not found)|invalid role name/i
+
+async function authChecks(
+  conn: VaultConnection,
+  mount: string,
+  role: string | undefined,
+  jwt: string | undefined,
+): Promise<CheckResult[]> {
+  if (!role) {
+    return [
+      {
+        id: 'auth.mount',
+        title: `auth mount "${mount}" exists`,
+        status: 'skip',
+        detail: 'no role given (--role or a SecretProviderClass)',
+      },
+      { id: 'auth.role', title: 'role exists', status: 'skip', detail: 'no role given' },
+    ]
+  }
+  // Without the pod's token, a login with a deliberately invalid JWT still tells an
+  // unknown mount (403), an unknown role ("role … not found") and a known role (token rejected) apart.
+  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt')
+  const errors = probe.errors.join('; ')
+  const out: CheckResult[] = []
+  if (probe.status === undefined) {
+    return [
+      { id: 'auth.mount', title: `auth mount "${mount}" exists`, status: 'skip', detail: probe.detail ?? 'no answer' },
+      { id: 'auth.role', title: `role "${role}" exists`, status: 'skip', detail: probe.detail ?? 'no answer' },
+    ]
+  }
+  if (probe.status === 503) {
+    return [
+      {
+        id: 'auth.mount',
+        title: `auth mount "${mount}" exists`,
+        status: 'skip',
+        detail: `Vault answered 503: ${errors}`,
+      },
+      { id: 'auth.role', title: `role "${role}" exists`, status: 'skip', detail: 'Vault unavailable' },
+    ]
+  }
+  if ((probe.status === 403 || probe.status === 404) && !ROLE_MISSING.test(errors)) {
+    out.push({
+      id: 'auth.mount',
+      title: `auth mount "${mount}" exists`,
+      status: 'fail',
+      detail: `POST auth/${mount}/login answered ${probe.status}: ${errors || 'no error text'}`,
+      fix: `enable the auth method at "${mount}" (vault auth enable -path=${mount} kubernetes), or set -vault-mount / vaultAuthMountPath to the mount that exists`,
+    })
+    out.push({ id: 'auth.role', title: `role "${role}" exists`, status: 'skip', detail: 'no auth mount' })
+    return out
+  }
+  out.push({
+    id: 'auth.mount',
+    title: `auth mount "${mount}" exists`,
+    status: 'pass',
+    detail: `auth/${mount}/login answers`,
+  })
+  if (ROLE_MISSING.test(errors)) {
+    out.push({
+      id: 'auth.role',
+      title: `role "${role}" exists`,
+      status: 'fail',
+      detail: errors,
+      fix: `create the role (vault write auth/${mount}/role/${role} …) or fix roleName in the SecretProviderClass`,
+    })
+    return out
+  }
+  out.push({
+    id: 'auth.role',
+    title: `role "${role}" exists`,
+    status: 'pass',
+    detail: `auth/${mount}/role/${role} is known to Vault`,
+  })
+  if (jwt !== undefined) {
+    if (probe.status === 200 && probe.token) {
+      await revokeSelf(conn, probe.token)
+      out.push({
+        id: 'auth.login',
+        title: 'the pod can log in',
+        status: 'pass',
+        detail: 'login succeeded (the test token was revoked)',
+      })
+    } else {
+      out.push({
+        id: 'auth.login',
+        title: 'the pod can log in',
+        status: 'fail',
+        detail: `login answered ${probe.status}: ${errors || 'no error text'}`,
+        fix: "compare the role's bound service accounts / namespaces / audience with the pod's; the token's audience must be one the role accepts (-audience, default \"vault\")",
+      })
+    }
+  }
+  return out
+}
+
+async function hmacChecks(config: ProviderConfig, namespaceOverride: string | undefined): Promise<CheckResult[]> {
+  const title = 'object-version HMAC key'
+  if (config.hmacKeyFile) {
+    const buf = await readFile(config.hmacKeyFile).catch((err: NodeJS.ErrnoException) => err)
+    if (buf instanceof Error) {
+      const code = (buf as NodeJS.ErrnoException).code
+      return [
+        {
+          id: 'hmac.key',
+          title,
+          status: code === 'ENOENT' ? 'warn' : 'fail',
+          detail: `key file ${config.hmacKeyFile}: ${code}`,
+          fix:
+            code === 'ENOENT'
+              ? 'the provider creates it at the first Mount; make its directory writable and persistent'
+              : 'make the key file readable by the provider',
+        },
+      ]
+    }
+    return buf.length >= HMAC_KEY_BYTES
+      ? [
+          {
+            id: 'hmac.key',
+            title,
+            status: 'pass',
+            detail: `key file ${config.hmacKeyFile} holds a ${buf.length}-byte key`,
+          },
+        ]
+      : [
+          {
+            id: 'hmac.key',
+            title,
+            status: 'fail',
+            detail: `key file ${config.hmacKeyFile} holds ${buf.length} bytes`,
+            fix: `remove it; the provider writes a new ${HMAC_KEY_BYTES}-byte key (object versions change once)`,
+          },
+        ]
+  }
+  const kube = await KubeClient.discover({
+    apiUrl: config.kube.apiUrl,
+    serviceAccountDir: config.kube.serviceAccountDir,
+    env: process.env,
+  })
+  if (!kube) {
+    return [
+      {
+        id: 'hmac.key',
+        title,
+        status: 'skip',
+        detail: 'no Kubernetes API (not in a cluster; use --kube-api-url, e.g. behind kubectl proxy)',
+      },
+    ]
+  }
+  try {
+    const namespace = namespaceOverride ?? (await kube.ownNamespace(process.env))
+    const where = `Secret ${namespace}/${config.hmacSecretName}`
+    const data = await kube.getSecret(namespace, config.hmacSecretName)
+    if (!data) {
+      return [
+        {
+          id: 'hmac.key',
+          title,
+          status: 'warn',
+          detail: `${where} does not exist yet`,
+          fix: 'the first provider that mounts creates it; grant its ServiceAccount get and create on secrets in its namespace',
+        },
+      ]
+    }
+    const key = data.get(HMAC_SECRET_KEY)
+    if (!key || key.length < HMAC_KEY_BYTES) {
+      return [
+        {
+          id: 'hmac.key',
+          title,
+          status: 'fail',
+          detail: `${where} has no ${HMAC_KEY_BYTES}-byte "${HMAC_SECRET_KEY}"`,
+          fix: `delete the Secret; the provider recreates it (object versions change once)`,
+        },
+      ]
+    }
+    return [{ id: 'hmac.key', title, status: 'pass', detail: `${where} holds a ${key.length}-byte key` }]
+  } catch (err) {
+    return [
+      {
+        id: 'hmac.key',
+        title,
+        status: 'fail',
+        detail: err instanceof Error ? err.message : String(err),
+        fix: "grant the provider's ServiceAccount get (and create) on the HMAC Secret; check -hmac-secret-name",
+      },
+    ]
+  } finally {
+    kube.close()
+  }
+}
+
+export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
+  let config: ProviderConfig
+  try {
+    config = loadConfig(opts.providerFlags, process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message)
+    throw err
+  }
+  let address = config.vault.address
+  let role = opts.role
+  let authMount = config.vault.authMount
+  let namespace = config.vault.namespace
+  const tls = { ...config.vault.tls }
+  let podNamespace = opts.namespace
+  let audience = opts.audience ?? 'vault'
+  if (opts.spc) {
+    const spc = await readSecretProviderClass(opts.spc)
+    const p = spc.parameters
+    address = p.vaultAddress || address
+    role = role ?? (p.roleName || undefined)
+    authMount = (p.vaultAuthMountPath || p.vaultKubernetesMountPath || authMount).replace(/^\/+|\/+$/g, '')
+    namespace = p.vaultNamespace || namespace
+    tls.caCertPath = p.vaultCACertPath || tls.caCertPath
+    tls.caDirectory = p.vaultCADirectory || tls.caDirectory
+    tls.serverName = p.vaultTLSServerName || tls.serverName
+    if (p.vaultSkipTLSVerify) tls.skipVerify = p.vaultSkipTLSVerify === 'true'
+    podNamespace = podNamespace ?? spc.namespace
+    audience = opts.audience ?? (p.audience || 'vault')
+  }
+
+  const results: CheckResult[] = []
+  results.push(...(await socketChecks(opts.socket)))
+
+  if (!address) {
+    results.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'skip',
+      detail: 'no Vault address: pass --vault-addr, set VAULT_ADDR, or --spc with vaultAddress',
+    })
+  } else {
+    let conn: VaultConnection | undefined
+    try {
+      conn = { address: parseVaultAddress(address, 'Vault address'), namespace, tls }
+    } catch (err) {
+      results.push({
+        id: 'vault.reachable',
+        title: 'Vault is reachable',
+        status: 'fail',
+        detail: (err as Error).message,
+        fix: 'use an address such as https://vault.example:8200',
+      })
+    }
+    if (conn) {
+      const health = await probeVaultHealth(conn)
+      results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
+      if (health.reachable) {
+        let jwt: string | undefined
+        if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
+        else if (opts.tokenFromKubectl) {
+          if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
+          jwt = await tokenFromKubectl(podNamespace ?? 'default', opts.serviceAccount, audience)
+        }
+        results.push(...(await authChecks(conn, authMount, role, jwt)))
+      } else {
+        results.push({
+          id: 'auth.mount',
+          title: `auth mount "${authMount}" exists`,
+          status: 'skip',
+          detail: 'Vault not reachable',
+        })
+        results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
+      }
+    }
+  }
+  results.push(...(await hmacChecks(config, undefined)))
+  return results
+}
+
+export function doctorExitCode(results: CheckResult[]): number {
+  return results.some((r) => r.status === 'fail') ? EXIT.FAILED : EXIT.OK
+}
+
+export function renderDoctor(results: CheckResult[], s: Style): string {
+  const mark: Record<CheckStatus, string> = {
+    pass: s.green('✓ pass'),
+    fail: s.red('✗ FAIL'),
+    warn: s.yellow('! warn'),
+    skip: s.dim('- skip'),
+  }
+  const lines: string[] = []
+  for (const r of results) {
+    lines.push(`${mark[r.status]}  ${s.bold(r.title)}  ${s.dim(`[${r.id}]`)}`)
+    lines.push(`        ${r.detail}`)
+    if (r.fix && (r.status === 'fail' || r.status === 'warn')) lines.push(`        ${s.yellow('fix:')} ${r.fix}`)
+  }
+  const count = (st: CheckStatus): number => results.filter((r) => r.status === st).length
+  lines.push('')
+  lines.push(`checks: ${count('pass')} pass, ${count('fail')} fail, ${count('warn')} warn, ${count('skip')} skip`)
+  return lines.join('\n') + '\n'
+}
+
+export async function runDoctorCommand(
+  opts: DoctorOptions,
+  style: Style,
+): Promise<{ exitCode: number; stdout: string }> {
+  const results = await withProgress('checking', runDoctor(opts))
+  const exitCode = doctorExitCode(results)
+  if (opts.json) {
+    return { exitCode, stdout: JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2) + '\n' }
+  }
+  return { exitCode, stdout: renderDoctor(results, style) }
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+/**
+ * `vault-csi-provider <command>`: the troubleshooting CLI (docs/cli.md).
+ *
+ *   mount    one Mount of a SecretProviderClass for a pod identity
+ *   doctor   what a Mount depends on, pass/fail with fixes
+ *   version  this build
+ *   serve    the daemon itself (same as `node dist/src/main.js`)
+ */
+import { Command, CommanderError, Option } from 'commander'
+import { DEFAULT_ENDPOINT } from '../config/config.js'
+import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
+import { API_VERSION } from '../server/grpc-server.js'
+import { runDoctorCommand } from './doctor.js'
+import { runMountCommand } from './mount-command.js'
+import { EXIT, styleFor, UsageError } from './output.js'
+
+/** Daemon flags the CLI forwards to the daemon's own parser (in-process mount, doctor). */
+const PROVIDER_STRING_FLAGS = [
+  ['vault-addr', 'default Vault address (env VAULT_ADDR)'],
+  ['vault-namespace', 'default Vault namespace (env VAULT_NAMESPACE)'],
+  ['vault-mount', 'default auth mount (default "kubernetes")'],
+  ['vault-tls-ca-cert', 'CA bundle file (env VAULT_CACERT)'],
+  ['vault-tls-ca-directory', 'directory of CA PEM files (env VAULT_CAPATH)'],
+  ['vault-tls-server-name', 'TLS server name (env VAULT_TLS_SERVER_NAME)'],
+  ['vault-tls-client-cert', 'client certificate (env VAULT_CLIENT_CERT)'],
+  ['vault-tls-client-key', 'client key (env VAULT_CLIENT_KEY)'],
+  ['hmac-key-file', "object-version key file (as the daemon's -hmac-key-file)"],
+  ['hmac-secret-name', 'object-version key Secret (default vault-csi-provider-hmac-key)'],
+  ['kube-api-url', 'Kubernetes API URL, e.g. http://127.0.0.1:8001 behind kubectl proxy'],
+  ['kube-service-account-dir', 'service-account directory for the Kubernetes API'],
+] as const
+
+function camel(flag: string): string {
+  return flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())
+}
+
+function addProviderFlags(cmd: Command): Command {
+  for (const [flag, help] of PROVIDER_STRING_FLAGS) cmd.option(`--${flag} <value>`, help)
+  cmd.option('--vault-tls-skip-verify', 'skip TLS verification (env VAULT_SKIP_VERIFY)')
+  return cmd
+}
+
+function providerArgv(opts: Record<string, unknown>): string[] {
+  const argv: string[] = []
+  for (const [flag] of PROVIDER_STRING_FLAGS) {
+    const v = opts[camel(flag)]
+    if (typeof v === 'string') argv.push(`--${flag}=${v}`)
+  }
+  if (opts.vaultTlsSkipVerify === true) argv.push('--vault-tls-skip-verify')
+  return argv
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value]
+}
+
+interface Io {
+  stdout: NodeJS.WriteStream
+  stderr: NodeJS.WriteStream
+  env: NodeJS.ProcessEnv
+}
+
+export async function runCli(argv: string[], io: Io): Promise<number> {
+  const style = styleFor(io.stdout, io.env)
+  let exitCode: number = EXIT.OK
+  const program = new Command()
+  program
+    .name('vault-csi-provider')
+    .description('Troubleshooting CLI of the Vault / OpenBao provider for the Secrets Store CSI driver')
+    .enablePositionalOptions()
+    .exitOverride()
+    .showHelpAfterError()
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+    })
+
+  program
+    .command('version')
+    .description('print the provider version and the driver API it speaks')
+    .option('--json', 'machine-readable output')
+    .action((opts: { json?: boolean }) => {
+      io.stdout.write(
+        opts.json
+          ? JSON.stringify({ name: RUNTIME_NAME, version: PACKAGE_VERSION, api: API_VERSION, node: process.version }) +
+              '\n'
+          : `${RUNTIME_NAME} ${PACKAGE_VERSION} (driver API ${API_VERSION}, Node.js ${process.version})\n`,
+      )
+    })
+
+  const mount = program
+    .command('mount')
+    .description('run one Mount of a SecretProviderClass for a pod identity and print the files')
+    .argument('<spc-file>', 'SecretProviderClass YAML file')
+    .option('--socket <path>', 'provider socket to mount through', DEFAULT_ENDPOINT)
+    .option('--in-process', 'run the Mount in this process (same code as the daemon) instead of through the socket')
+    .option('-n, --namespace <ns>', "pod's namespace (default: the SecretProviderClass's, else default)")
+    .option('--pod-name <name>', "pod's name", 'vault-csi-provider-cli')
+    .option('--pod-uid <uid>', "pod's UID (default: a random one)")
+    .option('--service-account <name>', "pod's service account", 'default')
+    .option('--token-file <file>', "the pod's service-account token (a JWT) from a file")
+    .option('--token-from-kubectl', "get the pod's service-account token with kubectl create token")
+    .option('--audience <aud>', 'token audience (default: the audience parameter, else vault)')
+    .option('--name <spc>', 'which SecretProviderClass of the file (default: the first)')
+    .option('--param <key=value>', 'override a parameter, as a pod volumeAttribute would (repeatable)', collect, [])
+    .option('--permission <mode>', 'default file mode', '0644')
+    .option('--show-values', 'print the file contents (secrets!)')
+    .option('--json', 'machine-readable output')
+    .option('--timeout <duration>', 'Mount timeout', '60s')
+    .addOption(new Option('--log-level <level>', "the provider's JSON log on stderr (--in-process)").default('off'))
+  addProviderFlags(mount).action(async (spcFile: string, opts: Record<string, unknown>) => {
+    const result = await runMountCommand(
+      spcFile,
+      {
+        socket: opts.socket as string,
+        inProcess: opts.inProcess === true,
+        namespace: opts.namespace as string | undefined,
+        podName: opts.podName as string,
+        podUid: opts.podUid as string | undefined,
+        serviceAccount: opts.serviceAccount as string,
+        tokenFile: opts.tokenFile as string | undefined,
+        tokenFromKubectl: opts.tokenFromKubectl === true,
+        audience: opts.audience as string | undefined,
+        name: opts.name as string | undefined,
+        param: opts.param as string[],
+        permission: opts.permission as string,
+        showValues: opts.showValues === true,
+        json: opts.json === true,
+        timeout: opts.timeout as string,
+        logLevel: opts.logLevel as string,
+        providerFlags: providerArgv(opts),
+      },
+      style,
+    )
+    io.stdout.write(result.stdout)
+    exitCode = result.exitCode
+  })
+
+  const doctor = program
+    .command('doctor')
+    .description('check the socket, Vault, the auth mount and role, and the HMAC key; print fixes')
+    .option('--socket <path>', 'provider socket', DEFAULT_ENDPOINT)
+    .option('--spc <file>', 'take the Vault address, TLS, auth mount and role from a SecretProviderClass')
+    .option('--role <name>', 'Vault role to check')
+    .option('--token-file <file>', 'also log in with this pod token (the test token is revoked)')
+    .option('--token-from-kubectl', 'also log in with a token from kubectl create token')
+    .option('-n, --namespace <ns>', 'namespace of --service-account')
+    .option('--service-account <name>', 'service account for --token-from-kubectl')
+    .option('--audience <aud>', 'token audience (default vault)')
+    .option('--json', 'machine-readable output')
+  addProviderFlags(doctor).action(async (opts: Record<string, unknown>) => {
+    const result = await runDoctorCommand(
+      {
+        socket: opts.socket as string,
+        spc: opts.spc as string | undefined,
+        role: opts.role as string | undefined,
+        tokenFile: opts.tokenFile as string | undefined,
+        tokenFromKubectl: opts.tokenFromKubectl === true,
+        namespace: opts.namespace as string | undefined,
+        serviceAccount: opts.serviceAccount as string | undefined,
+        audience: opts.audience as string | undefined,
+        json: opts.json === true,
+        providerFlags: providerArgv(opts),
+      },
+      style,
+    )
+    io.stdout.write(result.stdout)
+    exitCode = result.exitCode
+  })
+
+  program
+    .command('serve')
+    .description('run the daemon (the same as node dist/src/main.js; takes the daemon flags)')
+    .allowUnknownOption()
+    .passThroughOptions()
+    .helpOption(false)
+    .argument('[flags...]', 'daemon flags, e.g. -endpoint=/provider/vault.sock')
+    .action(async (flags: string[]) => {
+      const { runDaemon } = await import('../main.js')
+      await runDaemon(flags)
+      exitCode = -1
+    })
+
+  try {
+    await program.parseAsync(argv, { from: 'user' })
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; every parse error is a usage error.
+      return err.exitCode === 0 ? EXIT.OK : EXIT.USAGE
+    }
+    if (err instanceof UsageError) {
+      io.stderr.write(`vault-csi-provider: ${err.message}\n`)
+      return EXIT.USAGE
+    }
+    io.stderr.write(
+      `vault-csi-provider: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    )
+    return EXIT.INTERNAL
+  }
+  return exitCode
+}
+
+runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }).then(
+  (code) => {
+    // serve: the daemon owns the process from here on. Otherwise exit now, without waiting
+    // for idle keep-alive sockets (stdout and stderr are synchronous for files and pipes on Linux).
+    if (code >= 0) process.exit(code)
+  },
+  (err: unknown) => {
+    process.stderr.write(`vault-csi-provider: ${err instanceof Error ? err.message : String(err)}\n`)
+    process.exitCode = EXIT.INTERNAL
+  },
+)

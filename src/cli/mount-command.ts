@@ -1,0 +1,376 @@
+/**
+ * `vault-csi-provider mount`: one Mount of a SecretProviderClass for a pod
+ * identity, through the node's socket (exactly what the driver does) or
+ * in-process (the same MountService the daemon builds, with each Vault call
+ * timed). Prints the volume as a tree; values are masked unless asked for.
+ */
+import path from 'node:path'
+import * as grpc from '@grpc/grpc-js'
+import * as protoLoader from '@grpc/proto-loader'
+import { pino } from 'pino'
+import { buildProvider } from '../app.js'
+import { ConfigError, loadConfig, LOG_LEVELS, parseDurationMs, type LogLevel } from '../config/config.js'
+import { isProviderError } from '../errors.js'
+import { createLogger } from '../observability/logger.js'
+import type { VaultCallEvent, VaultObserver } from '../observability/vault-observer.js'
+import { PROTO_DIR } from '../package-info.js'
+import { Deadline } from '../util/deadline.js'
+import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
+import { buildAttributes, readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
+
+export interface MountCommandOptions {
+  socket?: string
+  inProcess?: boolean
+  namespace?: string
+  podName: string
+  podUid?: string
+  serviceAccount: string
+  tokenFile?: string
+  tokenFromKubectl?: boolean
+  audience?: string
+  name?: string
+  param: string[]
+  permission: string
+  showValues?: boolean
+  json?: boolean
+  timeout: string
+  logLevel: string
+  /** Daemon flags for --in-process, passed to the daemon's own flag parser. */
+  providerFlags: string[]
+}
+
+export interface MountedFileView {
+  path: string
+  mode: number
+  contents: Buffer
+}
+
+interface MountView {
+  ok: boolean
+  files: MountedFileView[]
+  objects: Array<{ id: string; version: string }>
+  error?: { code?: string; grpcCode: string; message: string }
+  durationMs: number
+  vaultCalls?: VaultCallEvent[]
+}
+
+export interface CommandResult {
+  exitCode: number
+  stdout: string
+}
+
+function parseMode(text: string): string {
+  // Accept the driver's decimal ("420") or an octal literal ("0644").
+  const t = text.trim()
+  if (/^0[0-7]{3}$/.test(t)) return String(Number.parseInt(t, 8))
+  if (/^\d+$/.test(t)) return t
+  throw new UsageError(
+    `--permission must be an octal mode such as 0644 or the driver's decimal 420, got ${JSON.stringify(text)}`,
+  )
+}
+
+export function parseParams(pairs: string[]): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const p of pairs) {
+    const i = p.indexOf('=')
+    if (i <= 0) throw new UsageError(`--param must be key=value, got ${JSON.stringify(p)}`)
+    out[p.slice(0, i)] = p.slice(i + 1)
+  }
+  return out
+}
+
+function mountClient(socketPath: string): grpc.Client & {
+  Mount(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: any) => void): void
+} {
+  const def = protoLoader.loadSync(path.join(PROTO_DIR, 'v1alpha1', 'service.proto'), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  })
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    v1alpha1: { CSIDriverProvider: grpc.ServiceClientConstructor }
+  }
+  return new pkg.v1alpha1.CSIDriverProvider(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
+    'grpc.default_authority': 'localhost',
+    'grpc.max_receive_message_length': 4 * 1024 * 1024,
+  }) as never
+}
+
+/** Thrown when the socket cannot be reached at all (exit code UNREACHABLE). */
+class UnreachableError extends Error {}
+
+async function mountViaSocket(
+  socketPath: string,
+  req: { attributes: string; secrets: string; permission: string },
+  timeoutMs: number,
+): Promise<MountView> {
+  const client = mountClient(socketPath)
+  const started = Date.now()
+  try {
+    const res = await new Promise<any>((resolve, reject) => {
+      client.Mount(
+        { ...req, target_path: '/cli-mount', current_object_version: [] },
+        { deadline: Date.now() + timeoutMs },
+        (err, r) => (err ? reject(err) : resolve(r)),
+      )
+    })
+    const durationMs = Date.now() - started
+    if (res?.error?.code) {
+      return {
+        ok: false,
+        files: [],
+        objects: [],
+        error: { code: res.error.code, grpcCode: 'OK', message: `provider error code ${res.error.code}` },
+        durationMs,
+      }
+    }
+    return {
+      ok: true,
+      files: (res.files ?? []).map((f: any) => ({
+        path: f.path,
+        mode: f.mode,
+        contents: Buffer.from(f.contents ?? []),
+      })),
+      objects: (res.object_version ?? []).map((o: any) => ({ id: o.id, version: o.version })),
+      durationMs,
+    }
+  } catch (err) {
+    const e = err as grpc.ServiceError
+    // UNAVAILABLE with a connection failure: nobody is serving the socket.
+    if (e.code === grpc.status.UNAVAILABLE && /connect|No connection|ENOENT|ECONNREFUSED/i.test(e.details ?? '')) {
+      throw new UnreachableError(`cannot reach the provider at ${socketPath}: ${e.details}`)
+    }
+    return {
+      ok: false,
+      files: [],
+      objects: [],
+      error: { grpcCode: grpc.status[e.code] ?? String(e.code), message: e.details ?? String(err) },
+      durationMs: Date.now() - started,
+    }
+  } finally {
+    client.close()
+  }
+}
+
+async function mountInProcess(
+  opts: MountCommandOptions,
+  req: { attributes: string; secrets: string; permission: string },
+  timeoutMs: number,
+): Promise<MountView> {
+  let config
+  try {
+    config = loadConfig(opts.providerFlags, process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message)
+    throw err
+  }
+  if (!(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
+  }
+  // The provider's own JSON log goes to stderr, off unless asked for.
+  const logger = createLogger(opts.logLevel as LogLevel, pino.destination(2))
+  const calls: VaultCallEvent[] = []
+  const recorder: VaultObserver = { vaultCall: (e) => calls.push(e) }
+  const provider = await buildProvider(config, logger, process.env, { vaultObserver: recorder, metrics: false })
+  const started = Date.now()
+  try {
+    const result = await provider.mountService.mount(req, Deadline.in(timeoutMs))
+    return {
+      ok: true,
+      files: result.objects.flatMap((o) =>
+        o.files.map((f) => ({ path: f.path, mode: f.mode, contents: Buffer.from(f.contents) })),
+      ),
+      objects: result.objects.map((o) => ({ id: o.id, version: o.version })),
+      durationMs: Date.now() - started,
+      vaultCalls: calls,
+    }
+  } catch (err) {
+    if (!isProviderError(err)) throw err
+    return {
+      ok: false,
+      files: [],
+      objects: [],
+      error: { code: err.code, grpcCode: grpc.status[err.grpcStatus] ?? String(err.grpcStatus), message: err.message },
+      durationMs: Date.now() - started,
+      vaultCalls: calls,
+    }
+  } finally {
+    await provider.close(1000)
+  }
+}
+
+/** A value for display: text as it is when printable, else base64. */
+function showValue(contents: Buffer): string {
+  const text = contents.toString('utf8')
+  // eslint-disable-next-line no-control-regex
+  const printable = Buffer.from(text, 'utf8').equals(contents) && !/[\u0000-\u0008\u000e-\u001f\u007f]/.test(text)
+  return printable ? text : `base64:${contents.toString('base64')}`
+}
+
+interface TreeNode {
+  children: Map<string, TreeNode>
+  file?: MountedFileView
+}
+
+function renderTree(files: MountedFileView[], versions: Map<string, string>, showValues: boolean, s: Style): string[] {
+  const root: TreeNode = { children: new Map() }
+  for (const f of files) {
+    let node = root
+    for (const part of f.path.split('/')) {
+      let next = node.children.get(part)
+      if (!next) {
+        next = { children: new Map() }
+        node.children.set(part, next)
+      }
+      node = next
+    }
+    node.file = f
+  }
+  const lines: string[] = ['.']
+  const walk = (node: TreeNode, prefix: string): void => {
+    const entries = [...node.children.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    entries.forEach(([name, child], i) => {
+      const last = i === entries.length - 1
+      const branch = last ? '└── ' : '├── '
+      const f = child.file
+      if (f) {
+        const version = versions.get(f.path)
+        const meta = [humanBytes(f.contents.length), octal(f.mode), version ? `version ${version.slice(0, 12)}…` : '']
+          .filter((m) => m !== '')
+          .join('  ')
+        const value = showValues
+          ? `  = ${JSON.stringify(showValue(f.contents))}`
+          : `  ${s.dim('(value hidden; --show-values)')}`
+        lines.push(`${prefix}${branch}${s.bold(name)}  ${s.dim(meta)}${value}`)
+      } else {
+        lines.push(`${prefix}${branch}${name}/`)
+      }
+      if (child.children.size > 0) walk(child, prefix + (last ? '    ' : '│   '))
+    })
+  }
+  walk(root, '')
+  return lines
+}
+
+export async function runMountCommand(
+  spcFile: string,
+  opts: MountCommandOptions,
+  style: Style,
+): Promise<CommandResult> {
+  const spc = await readSecretProviderClass(spcFile, opts.name)
+  if (spc.provider !== '' && spc.provider !== 'vault') {
+    throw new UsageError(
+      `SecretProviderClass ${JSON.stringify(spc.name)} is for provider ${JSON.stringify(spc.provider)}, not "vault"`,
+    )
+  }
+  const overrides = parseParams(opts.param)
+  const namespace = opts.namespace ?? spc.namespace ?? 'default'
+  const audience = opts.audience ?? overrides.audience ?? spc.parameters.audience ?? 'vault'
+  if (opts.tokenFile && opts.tokenFromKubectl) throw new UsageError('use either --token-file or --token-from-kubectl')
+  let jwt: string | undefined
+  if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
+  else if (opts.tokenFromKubectl)
+    jwt = await withProgress('kubectl create token', tokenFromKubectl(namespace, opts.serviceAccount, audience))
+  const attributes = buildAttributes(
+    spc,
+    { namespace, name: opts.podName, uid: opts.podUid, serviceAccount: opts.serviceAccount },
+    jwt === undefined ? undefined : { audience, jwt },
+    overrides,
+  )
+  const req = { attributes: JSON.stringify(attributes), secrets: 'null', permission: parseMode(opts.permission) }
+  let timeoutMs: number
+  try {
+    timeoutMs = parseDurationMs(opts.timeout, '--timeout')
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+
+  const via = opts.inProcess ? 'in-process' : `socket ${opts.socket}`
+  let view: MountView
+  try {
+    view = await withProgress(
+      `mounting ${spc.name} (${via})`,
+      opts.inProcess ? mountInProcess(opts, req, timeoutMs) : mountViaSocket(opts.socket!, req, timeoutMs),
+    )
+  } catch (err) {
+    if (err instanceof UnreachableError) {
+      const message = `${err.message}\nIs the provider running on this node? Check with: vault-csi-provider doctor --socket ${opts.socket}`
+      return opts.json
+        ? {
+            exitCode: EXIT.UNREACHABLE,
+            stdout:
+              JSON.stringify(
+                { ok: false, via: 'socket', error: { grpcCode: 'UNAVAILABLE', message: err.message } },
+                null,
+                2,
+              ) + '\n',
+          }
+        : { exitCode: EXIT.UNREACHABLE, stdout: `${style.red('✗')} ${message}\n` }
+    }
+    throw err
+  }
+
+  const versions = new Map(view.objects.map((o) => [o.id, o.version]))
+  const files = [...view.files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  if (opts.json) {
+    const out = {
+      ok: view.ok,
+      via: opts.inProcess ? 'in-process' : 'socket',
+      secretProviderClass: spc.name,
+      pod: { namespace, name: opts.podName, serviceAccount: opts.serviceAccount },
+      durationMs: view.durationMs,
+      files: files.map((f) => ({
+        path: f.path,
+        mode: octal(f.mode),
+        size: f.contents.length,
+        ...(versions.has(f.path) ? { version: versions.get(f.path) } : {}),
+        ...(opts.showValues ? { value: showValue(f.contents) } : {}),
+      })),
+      objects: view.objects,
+      ...(view.vaultCalls
+        ? {
+            vaultCalls: view.vaultCalls.map((c) => ({
+              operation: c.operation,
+              request: c.description,
+              status: c.ok ? '2xx' : (c.status ?? 'none'),
+              durationMs: Math.round(c.durationMs * 10) / 10,
+            })),
+          }
+        : {}),
+      ...(view.error ? { error: view.error } : {}),
+    }
+    return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: JSON.stringify(out, null, 2) + '\n' }
+  }
+
+  const lines: string[] = []
+  const who = `pod ${namespace}/${opts.podName} (service account ${opts.serviceAccount})`
+  if (view.ok) {
+    lines.push(
+      `${style.green('✓')} SecretProviderClass ${style.bold(spc.name)} for ${who} via ${via}: ${files.length} file(s) in ${ms(view.durationMs)}`,
+    )
+    lines.push(...renderTree(files, versions, opts.showValues === true, style))
+    const orphanVersions = view.objects.filter((o) => !files.some((f) => f.path === o.id))
+    if (orphanVersions.length > 0) {
+      lines.push('object versions:')
+      for (const o of orphanVersions) lines.push(`  ${o.id}  ${o.version}`)
+    }
+  } else {
+    lines.push(
+      `${style.red('✗')} SecretProviderClass ${style.bold(spc.name)} for ${who} via ${via} failed after ${ms(view.durationMs)}`,
+    )
+    const e = view.error!
+    lines.push(`  ${e.grpcCode}${e.code ? ` (${e.code})` : ''}: ${e.message}`)
+  }
+  if (view.vaultCalls) {
+    lines.push(view.vaultCalls.length === 0 ? 'Vault calls: none (cached token and answers)' : 'Vault calls:')
+    for (const c of view.vaultCalls) {
+      const status = c.ok ? style.green('2xx') : style.red(c.status === undefined ? 'no answer' : String(c.status))
+      lines.push(`  ${c.operation.padEnd(6)} ${c.description.padEnd(40)} ${status.padEnd(3)}  ${ms(c.durationMs)}`)
+    }
+  } else {
+    lines.push(style.dim('(per-call Vault timings are shown with --in-process)'))
+  }
+  return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: lines.join('\n') + '\n' }
+}

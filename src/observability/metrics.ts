@@ -1,0 +1,180 @@
+/**
+ * The provider's Prometheus metrics. One ProviderMetrics is built by the
+ * composition root and handed to whoever reports (MountService, the Vault
+ * layer); nothing imports a global registry.
+ *
+ * Labels are low-cardinality by construction: outcome, gRPC code, the error
+ * catalogue code, Vault operation and HTTP status. Never a pod, namespace,
+ * object, path or role name.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { CacheKind, VaultCallEvent, VaultObserver, VaultOperation } from './vault-observer.js'
+
+export const METRIC_PREFIX = 'vault_csi_provider_'
+
+/** Seconds; a Mount must answer within kubelet's 2 minutes. */
+export const MOUNT_DURATION_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+/** Seconds; one Vault call is capped at 30 s. */
+export const VAULT_DURATION_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+const OPERATIONS: readonly VaultOperation[] = ['login', 'read', 'write', 'renew', 'revoke', 'lookup', 'health']
+const CACHES: readonly CacheKind[] = ['token', 'response']
+
+/** What MountService reports. */
+export interface MountObserver {
+  mountStarted(): void
+  /** `grpcStatus` is 0 (OK) for a success; `errorCode` the catalogue code of a failure. */
+  mountFinished(
+    outcome: 'success' | 'failure',
+    grpcStatus: number,
+    errorCode: string | undefined,
+    durationMs: number,
+  ): void
+}
+
+/** gRPC status number → its canonical name (`PERMISSION_DENIED`). */
+export function grpcCodeName(code: number): string {
+  const name = (GrpcStatus as unknown as Record<number, string | undefined>)[code]
+  return typeof name === 'string' ? name : 'UNKNOWN'
+}
+
+/** HTTP status label: `2xx` for a success (Vault's client hides 200 vs 204), the code, or `none` without an answer. */
+export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): string {
+  if (event.ok) return '2xx'
+  if (event.status === undefined) return 'none'
+  return String(event.status)
+}
+
+export interface ProviderMetricsOptions {
+  /** Process and Node.js metrics (RSS, fds, event-loop lag, GC…). Default true. */
+  defaultMetrics?: boolean
+}
+
+export class ProviderMetrics implements VaultObserver, MountObserver {
+  readonly registry: Registry
+  private readonly mounts: Counter<'outcome' | 'grpc_code' | 'error_code'>
+  private readonly mountDuration: Histogram<'outcome'>
+  private readonly mountsInFlight: Gauge
+  private readonly vaultRequests: Counter<'operation' | 'status'>
+  private readonly vaultDuration: Histogram<'operation' | 'status'>
+  private readonly logins: Counter<'outcome'>
+  private readonly renewals: Counter<'outcome'>
+  private readonly cache: Counter<'cache' | 'result'>
+  private readonly leaseReuses: Counter<'result'>
+
+  constructor(opts: ProviderMetricsOptions = {}) {
+    const registry = new Registry()
+    this.registry = registry
+    const registers = [registry]
+    this.mounts = new Counter({
+      name: `${METRIC_PREFIX}mounts_total`,
+      help: 'Mount calls answered, by outcome, gRPC status code and error catalogue code ("" on success).',
+      labelNames: ['outcome', 'grpc_code', 'error_code'],
+      registers,
+    })
+    this.mountDuration = new Histogram({
+      name: `${METRIC_PREFIX}mount_duration_seconds`,
+      help: 'Time to answer one Mount call, by outcome.',
+      labelNames: ['outcome'],
+      buckets: MOUNT_DURATION_BUCKETS,
+      registers,
+    })
+    this.mountsInFlight = new Gauge({
+      name: `${METRIC_PREFIX}mounts_in_flight`,
+      help: 'Mount calls being served right now.',
+      registers,
+    })
+    this.vaultRequests = new Counter({
+      name: `${METRIC_PREFIX}vault_requests_total`,
+      help: 'HTTP calls to Vault, by operation and HTTP status ("2xx", the failing code, or "none" when Vault did not answer).',
+      labelNames: ['operation', 'status'],
+      registers,
+    })
+    this.vaultDuration = new Histogram({
+      name: `${METRIC_PREFIX}vault_request_duration_seconds`,
+      help: 'Duration of HTTP calls to Vault, by operation and HTTP status.',
+      labelNames: ['operation', 'status'],
+      buckets: VAULT_DURATION_BUCKETS,
+      registers,
+    })
+    this.logins = new Counter({
+      name: `${METRIC_PREFIX}vault_logins_total`,
+      help: 'Logins to Vault as a pod, by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    })
+    this.renewals = new Counter({
+      name: `${METRIC_PREFIX}vault_token_renewals_total`,
+      help: 'Vault token renewals, by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    })
+    this.cache = new Counter({
+      name: `${METRIC_PREFIX}cache_lookups_total`,
+      help: 'Lookups in the provider caches (cache="token": a pod identity\'s Vault token; "response": a Vault answer), by result.',
+      labelNames: ['cache', 'result'],
+      registers,
+    })
+    this.leaseReuses = new Counter({
+      name: `${METRIC_PREFIX}lease_reuse_total`,
+      help: 'Dynamic secrets and certificates served from an existing lease (hit) or issued anew (miss).',
+      labelNames: ['result'],
+      registers,
+    })
+
+    // Series that exist from the start, so dashboards and alerts see zeros rather than gaps.
+    for (const outcome of ['success', 'failure']) {
+      this.logins.inc({ outcome }, 0)
+      this.renewals.inc({ outcome }, 0)
+    }
+    for (const cache of CACHES) for (const result of ['hit', 'miss']) this.cache.inc({ cache, result }, 0)
+    for (const result of ['hit', 'miss']) this.leaseReuses.inc({ result }, 0)
+    this.mounts.inc({ outcome: 'success', grpc_code: 'OK', error_code: '' }, 0)
+
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry })
+  }
+
+  mountStarted(): void {
+    this.mountsInFlight.inc()
+  }
+
+  mountFinished(
+    outcome: 'success' | 'failure',
+    grpcStatus: number,
+    errorCode: string | undefined,
+    durationMs: number,
+  ): void {
+    this.mountsInFlight.dec()
+    this.mounts.inc({ outcome, grpc_code: grpcCodeName(grpcStatus), error_code: errorCode ?? '' })
+    this.mountDuration.observe({ outcome }, durationMs / 1000)
+  }
+
+  vaultCall(event: VaultCallEvent): void {
+    const operation = OPERATIONS.includes(event.operation) ? event.operation : 'read'
+    const status = statusLabel(event)
+    this.vaultRequests.inc({ operation, status })
+    this.vaultDuration.observe({ operation, status }, event.durationMs / 1000)
+    const outcome = event.ok ? 'success' : 'failure'
+    if (operation === 'login') this.logins.inc({ outcome })
+    // Token renewals are the renew-self calls; lease renewals (sys/leases/renew) count only as requests.
+    if (operation === 'renew' && event.description.endsWith('auth/token/renew-self')) this.renewals.inc({ outcome })
+  }
+
+  cacheLookup(cache: CacheKind, hit: boolean): void {
+    this.cache.inc({ cache, result: hit ? 'hit' : 'miss' })
+  }
+
+  leaseReuse(hit: boolean): void {
+    this.leaseReuses.inc({ result: hit ? 'hit' : 'miss' })
+  }
+
+  get contentType(): string {
+    return this.registry.contentType
+  }
+
+  /** The Prometheus text exposition of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics()
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * `format: tls`: a certificate, its chain and its private key, from a PKI
+ * issue response (certificate, issuing_ca, ca_chain, private_key) or a
+ * PEM bundle stored in KV, split into the files TLS software expects:
+ *
+ *   tls.crt           the certificate matching the private key, then its issuers
+ *                     in order up to (not including) a self-signed root
+ *   tls.key           the private key
+ *   ca.crt            the top of the chain (the self-signed root, or the highest
+ *                     issuer present), then any other CA certificate found;
+ *                     absent when the material holds no issuer at all
+ *   tls-combined.pem  tls.key followed by tls.crt (HAProxy style; the driver's
+ *                     kubernetes.io/tls sync splits it again)
+ *
+ * Every block is re-encoded from its DER bytes (64-column base64, "\n"), so an
+ * unchanged certificate always gives identical files, whatever whitespace the
+ * source had. Pure.
+ */
+import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto'
+import { ProviderError } from '../errors.js'
+
+export const TLS_FILES = ['tls.crt', 'tls.key', 'ca.crt', 'tls-combined.pem'] as const
+const MAX_BLOCKS = 100
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g
+const KEY_TYPES: Record<string, 'pkcs8' | 'pkcs1' | 'sec1'> = {
+  'PRIVATE KEY': 'pkcs8',
+  'RSA PRIVATE KEY': 'pkcs1',
+  'EC PRIVATE KEY': 'sec1',
+}
+
+interface PemBlock {
+  label: string
+  der: Buffer
+}
+
+export function pemEncode(label: string, der: Buffer): string {
+  const b64 = der.toString('base64')
+  let body = ''
+  for (let i = 0; i < b64.length; i += 64) body += `${b64.slice(i, i + 64)}\n`
+  return `-----BEGIN ${label}-----\n${body}-----END ${label}-----\n`
+}
+
+function readBlocks(texts: readonly string[], fail: (m: string) => never): PemBlock[] {
+  const blocks: PemBlock[] = []
+  for (const text of texts) {
+    for (const m of text.matchAll(PEM_BLOCK)) {
+      const label = m[1]!
+      const body = m[2]!
+      if (label === 'ENCRYPTED PRIVATE KEY' || (label in KEY_TYPES && /Proc-Type:\s*4,ENCRYPTED/.test(body))) {
+        fail('the private key is encrypted; only unencrypted keys can be written')
+      }
+      const b64 = body.replace(/\s+/g, '')
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) fail(`a ${label} block is not valid base64`)
+      blocks.push({ label, der: Buffer.from(b64, 'base64') })
+      if (blocks.length > MAX_BLOCKS) fail(`the material holds more than ${MAX_BLOCKS} PEM blocks`)
+    }
+  }
+  return blocks
+}
+
+function selfSigned(c: X509Certificate): boolean {
+  return c.checkIssued(c) && c.verify(c.publicKey)
+}
+
+function issuedBy(child: X509Certificate, parent: X509Certificate): boolean {
+  return child.checkIssued(parent) && child.verify(parent.publicKey)
+}
+
+/**
+ * `texts`: every string of the material, in a deterministic order. `what`
+ * names the object in errors; no key or certificate content is ever quoted.
+ */
+export function splitCertificate(texts: readonly string[], what: string): Array<[string, Buffer]> {
+  const fail = (message: string): never => {
+    throw new ProviderError('OUTPUT_FAILED', `${what}: format "tls": ${message}`)
+  }
+  const blocks = readBlocks(texts, fail)
+
+  const certs: X509Certificate[] = []
+  const seen = new Set<string>()
+  const keys: Array<{ block: PemBlock; key: KeyObject }> = []
+  for (const block of blocks) {
+    if (block.label === 'CERTIFICATE') {
+      const id = block.der.toString('base64')
+      if (seen.has(id)) continue
+      seen.add(id)
+      try {
+        certs.push(new X509Certificate(block.der))
+      } catch {
+        fail(`certificate ${certs.length + 1} cannot be parsed`)
+      }
+    } else if (block.label in KEY_TYPES) {
+      try {
+        keys.push({ block, key: createPrivateKey({ key: block.der, format: 'der', type: KEY_TYPES[block.label]! }) })
+      } catch {
+        fail(`the ${block.label} block cannot be parsed`)
+      }
+    }
+    // Other blocks (CSRs, public keys, CRLs) are not part of the split.
+  }
+  const distinctKeys = new Set(keys.map((k) => k.block.der.toString('base64')))
+  if (distinctKeys.size === 0)
+    fail('no private key found (expected a PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY block)')
+  if (distinctKeys.size > 1)
+    fail(`${distinctKeys.size} different private keys found; the material must hold exactly one`)
+  if (certs.length === 0) fail('no certificate found (expected a CERTIFICATE block)')
+  const { block: keyBlock, key } = keys[0]!
+
+  const matching = certs.filter((c) => c.checkPrivateKey(key))
+  if (matching.length === 0) fail(`none of the ${certs.length} certificates matches the private key`)
+  if (matching.length > 1) fail(`${matching.length} certificates match the private key; the material must hold one`)
+  const leaf = matching[0]!
+
+  // Walk up from the leaf: each issuer must name and have signed the certificate below it.
+  const chain: X509Certificate[] = [leaf]
+  let current = leaf
+  while (!selfSigned(current)) {
+    const parent = certs.find((c) => !chain.includes(c) && issuedBy(current, c))
+    if (!parent) break
+    chain.push(parent)
+    current = parent
+  }
+  const top = chain[chain.length - 1]!
+  const rootIncluded = chain.length > 1 && selfSigned(top)
+  const served = rootIncluded ? chain.slice(0, -1) : chain
+
+  const others = certs.filter((c) => !chain.includes(c))
+  const strays = others.filter((c) => !c.ca)
+  if (strays.length > 0) {
+    fail(`${strays.length} certificate(s) are neither on the chain of the key's certificate nor CA certificates`)
+  }
+  let caCerts: X509Certificate[] = []
+  if (chain.length > 1) caCerts = [top]
+  else if (selfSigned(leaf)) caCerts = [leaf]
+  caCerts = [...caCerts, ...others]
+
+  const crt = served.map((c) => pemEncode('CERTIFICATE', c.raw)).join('')
+  const keyPem = pemEncode(keyBlock.label, keyBlock.der)
+  const files: Array<[string, Buffer]> = [
+    ['tls.crt', Buffer.from(crt, 'utf8')],
+    ['tls.key', Buffer.from(keyPem, 'utf8')],
+  ]
+  if (caCerts.length > 0) {
+    files.push(['ca.crt', Buffer.from(caCerts.map((c) => pemEncode('CERTIFICATE', c.raw)).join(''), 'utf8')])
+  }
+  files.push(['tls-combined.pem', Buffer.from(keyPem + crt, 'utf8')])
+  return files
+}

@@ -1,0 +1,212 @@
+/**
+ * `template`: one file rendered from a Mustache template. The template is
+ * parsed by the `mustache` library (delimiters, sections, standalone lines);
+ * values are looked up and written here, with these differences from
+ * Mustache.render:
+ * - nothing is HTML-escaped (`{{x}}` and `{{{x}}}` are the same);
+ * - a name that does not resolve is an error naming it and the keys that do
+ *   exist where the lookup stopped, never an empty string;
+ * - only own keys of the secret data are visible (no prototype members), no
+ *   lambdas, no partials: rendering runs no code;
+ * - names use the key-path syntax of `secretKeyPath` (`a.b[0]["x.y"]`), and
+ *   `@<objectName>…` reads another object of the same SecretProviderClass;
+ * - the work and the output size are bounded.
+ */
+import Mustache from 'mustache'
+import { ProviderError, q } from '../errors.js'
+import { canonicalJson } from './canonical-json.js'
+import { parseKeyPath, selectPath, KeyPathSyntaxError, type KeyStep } from './select.js'
+
+export const MAX_TEMPLATE_LENGTH = 64 * 1024
+/** Rendered output of one template, in characters. */
+export const MAX_TEMPLATE_OUTPUT = 1024 * 1024
+/** Tokens rendered (section iterations included) for one template. */
+export const MAX_TEMPLATE_STEPS = 100_000
+
+export class TemplateSyntaxError extends Error {}
+
+type Token = [string, string, number, number, Token[]?, number?]
+
+interface ParsedName {
+  /** `@name`: the objectName referenced; undefined for names in the object's own data. */
+  object?: string
+  /** Empty for `.` (the current item) and for `@name` alone. */
+  steps: KeyStep[]
+  text: string
+}
+
+function parseName(raw: string): ParsedName {
+  const text = raw.trim()
+  if (text === '.') return { steps: [], text }
+  try {
+    if (text.startsWith('@')) {
+      const steps = parseKeyPath(text.slice(1))
+      const first = steps[0]
+      if (typeof first !== 'string') throw new KeyPathSyntaxError('must start with an objectName after "@"')
+      return { object: first, steps: steps.slice(1), text }
+    }
+    return { steps: parseKeyPath(text), text }
+  } catch (err) {
+    if (err instanceof KeyPathSyntaxError) throw new TemplateSyntaxError(`name ${q(text, 80)} ${err.message}`)
+    throw err
+  }
+}
+
+function parseTokens(template: string): Token[] {
+  if (template.length > MAX_TEMPLATE_LENGTH) {
+    throw new TemplateSyntaxError(`is longer than ${MAX_TEMPLATE_LENGTH} characters`)
+  }
+  try {
+    // A Writer of its own: the library's default writer caches every template it sees.
+    return new Mustache.Writer().parse(template) as Token[]
+  } catch (err) {
+    throw new TemplateSyntaxError(
+      `is not a valid Mustache template: ${err instanceof Error ? err.message : 'parse error'}`,
+    )
+  }
+}
+
+/**
+ * Checks a template without data: syntax, names, no partials. Returns the
+ * objectNames it references with `@`, in order of first use.
+ */
+export function checkTemplate(template: string): string[] {
+  const refs = new Set<string>()
+  const walk = (tokens: Token[]): void => {
+    for (const token of tokens) {
+      const [type, value] = token
+      if (type === '>') throw new TemplateSyntaxError(`uses a partial ({{> ${value.trim()}}}), which is not supported`)
+      if (type === 'name' || type === '&' || type === '#' || type === '^') {
+        const name = parseName(value)
+        if (name.object !== undefined) refs.add(name.object)
+      }
+      if ((type === '#' || type === '^') && token[4]) walk(token[4])
+    }
+  }
+  walk(parseTokens(template))
+  return [...refs]
+}
+
+export interface TemplateInput {
+  /** The object's own data (the secret's data, or what secretKeyPath selects); undefined without secretPath. */
+  root: unknown
+  /** The value another object of the Mount selects, for `@objectName`. */
+  object(name: string): unknown
+  /** Names the object and field in errors. */
+  what: string
+}
+
+interface Frame {
+  view: unknown
+  parent?: Frame
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+export function renderTemplate(template: string, input: TemplateInput): string {
+  const tokens = parseTokens(template)
+  let steps = 0
+  let size = 0
+  const fail = (message: string): never => {
+    throw new ProviderError('SECRET_KEY_NOT_FOUND', `${input.what}: template: ${message}`)
+  }
+
+  const lookup = (raw: string, frame: Frame): unknown => {
+    const name = parseName(raw)
+    if (name.object !== undefined) {
+      const base = input.object(name.object)
+      const found = selectPath(base, name.steps)
+      if (!found.ok) fail(`${q(name.text, 80)}: ${found.problem} (in object ${q(name.object)})`)
+      return found.ok ? found.value : undefined
+    }
+    if (name.steps.length === 0) return frame.view
+    const first = name.steps[0]!
+    if (typeof first === 'number') {
+      // `{{[0]}}` indexes the current item.
+      const found = selectPath(frame.view, name.steps)
+      if (!found.ok) fail(`${q(name.text, 80)}: ${found.problem}`)
+      return found.ok ? found.value : undefined
+    }
+    // The first key is looked up through the enclosing sections, innermost first (Mustache's rule).
+    let scope: Frame | undefined = frame
+    while (scope) {
+      if (isPlainObject(scope.view) && Object.hasOwn(scope.view, first)) break
+      scope = scope.parent
+    }
+    const base = scope ? scope.view : rootFrame.view
+    const found = selectPath(base, name.steps)
+    if (!found.ok) {
+      const where = !scope && frame !== rootFrame ? ' (nor in any enclosing section)' : ''
+      fail(`${q(name.text, 80)}: ${found.problem}${where}`)
+    }
+    return found.ok ? found.value : undefined
+  }
+
+  const emit = (text: string): string => {
+    size += text.length
+    if (size > MAX_TEMPLATE_OUTPUT) {
+      throw new ProviderError(
+        'OUTPUT_FAILED',
+        `${input.what}: template output exceeds ${MAX_TEMPLATE_OUTPUT} characters`,
+      )
+    }
+    return text
+  }
+  const step = (): void => {
+    if (++steps > MAX_TEMPLATE_STEPS) {
+      throw new ProviderError(
+        'OUTPUT_FAILED',
+        `${input.what}: template needs more than ${MAX_TEMPLATE_STEPS} rendering steps`,
+      )
+    }
+  }
+  const falsy = (v: unknown): boolean => !v || (Array.isArray(v) && v.length === 0)
+
+  const render = (list: Token[], frame: Frame): string => {
+    let out = ''
+    for (const token of list) {
+      step()
+      const [type, value] = token
+      switch (type) {
+        case 'text':
+          out += emit(value)
+          break
+        case 'name':
+        case '&':
+          out += emit(valueText(lookup(value, frame)))
+          break
+        case '#': {
+          const v = lookup(value, frame)
+          if (falsy(v)) break
+          const inner = token[4] ?? []
+          if (Array.isArray(v)) {
+            for (const item of v) out += render(inner, { view: item, parent: frame })
+          } else {
+            out += render(inner, { view: v, parent: frame })
+          }
+          break
+        }
+        case '^':
+          if (falsy(lookup(value, frame))) out += render(token[4] ?? [], frame)
+          break
+        case '>':
+          throw new ProviderError('OUTPUT_FAILED', `${input.what}: template: partials are not supported`)
+        default:
+          // '!' comments and '=' delimiter changes write nothing.
+          break
+      }
+    }
+    return out
+  }
+  const rootFrame: Frame = { view: input.root ?? {} }
+  return render(tokens, rootFrame)
+}
+
+/** Strings as they are; other JSON values as compact canonical JSON. */
+function valueText(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (value === undefined) return ''
+  return canonicalJson(value)
+}

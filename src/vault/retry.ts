@@ -1,0 +1,160 @@
+/**
+ * The retry policy for one Vault call: which failures are worth another
+ * attempt, how long to wait (exponential backoff with full jitter, or Vault's
+ * own Retry-After), and when to stop (attempt cap, or the Mount's deadline).
+ *
+ * Retried: no answer at all (refused, reset, timed out, DNS), 5xx except 501,
+ * 412 (a performance standby that has not caught up yet) and 429 (rate-limit
+ * quota). Never retried: 400, 403, 404 and every other 4xx (the answer would
+ * be the same), TLS failures (a configuration problem, not a blip).
+ */
+import type { Deadline } from '../util/deadline.js'
+import { statusOf } from './errors.js'
+
+export interface RetryPolicy {
+  /** Total attempts, the first included. */
+  maxAttempts: number
+  /** Backoff ceiling of the first retry; doubles with every retry. */
+  baseDelayMs: number
+  /** No single wait is longer than this (Retry-After included). */
+  maxDelayMs: number
+  /** Waiting for a 429 never goes below this (a quota's interval is usually 1 s). */
+  rateLimitFloorMs: number
+  /** Do not start an attempt with less than this left before the deadline. */
+  minAttemptMs: number
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  baseDelayMs: 200,
+  maxDelayMs: 5_000,
+  rateLimitFloorMs: 250,
+  minAttemptMs: 250,
+}
+
+/** Socket-level failures that say nothing about the request itself: try again. */
+const RETRYABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ENOENT',
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_BAD_RESPONSE',
+  'EPROTO_RESET',
+])
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/** True when no HTTP answer came back because the connection failed (not TLS, not a bug). */
+export function isConnectionFailure(err: unknown): boolean {
+  if (statusOf(err) !== undefined) return false
+  const code = codeOf(err)
+  if (code !== undefined) return RETRYABLE_CODES.has(code)
+  // axios reports a peer that hangs up mid-answer as a plain "socket hang up" error.
+  const message = (err as { message?: unknown } | null)?.message
+  return typeof message === 'string' && /socket hang up|ECONNRESET|premature close/i.test(message)
+}
+
+export type RetryDecision =
+  { retry: false } | { retry: true; reason: string; rateLimited?: boolean; retryAfterMs?: number }
+
+/** Retry-After as delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value
+  if (typeof text !== 'string' && typeof text !== 'number') return undefined
+  const s = String(text).trim()
+  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000)
+  const at = Date.parse(s)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
+function retryAfterOf(err: unknown): number | undefined {
+  const headers = (err as { response?: { headers?: Record<string, unknown> } } | null)?.response?.headers
+  if (!headers || typeof headers !== 'object') return undefined
+  return parseRetryAfter(headers['retry-after'] ?? headers['Retry-After'])
+}
+
+export function retryDecision(err: unknown): RetryDecision {
+  const status = statusOf(err)
+  if (status === undefined) {
+    return isConnectionFailure(err)
+      ? { retry: true, reason: `connection failed (${codeOf(err) ?? 'hang-up'})` }
+      : { retry: false }
+  }
+  if (status === 429)
+    return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: retryAfterOf(err) }
+  if (status === 412) return { retry: true, reason: 'standby not caught up (412)' }
+  if (status >= 500 && status !== 501) return { retry: true, reason: `Vault answered ${status}` }
+  return { retry: false }
+}
+
+/** Full jitter: uniform in [0, min(max, base·2^retry)]; `retry` counts from 0. */
+export function backoffMs(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(retry, 20))
+  return Math.floor(random() * ceiling)
+}
+
+/** How long to wait before retry number `retry`, honouring Retry-After and the 429 floor. */
+export function delayFor(
+  decision: Extract<RetryDecision, { retry: true }>,
+  retry: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number {
+  let delay = backoffMs(retry, policy, random)
+  if (decision.retryAfterMs !== undefined) delay = Math.max(delay, decision.retryAfterMs)
+  else if (decision.rateLimited === true) delay += policy.rateLimitFloorMs
+  return Math.min(delay, policy.maxDelayMs)
+}
+
+export interface RetryHooks {
+  /** Called before every attempt (e.g. to fail fast while Vault is known to be down). */
+  beforeAttempt?(attempt: number): void
+  /** Called after a failed attempt, whether or not it will be retried. */
+  onFailure?(err: unknown, attempt: number, decision: RetryDecision): void
+  onSuccess?(): void
+  /** Called before waiting; for logs. */
+  onRetry?(attempt: number, delayMs: number, reason: string): void
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * Runs `attempt` until it succeeds, a failure is not retryable, the attempts
+ * are used up, or the next wait would leave too little of the deadline. The
+ * last failure is thrown as it was.
+ */
+export async function withRetry<T>(
+  attempt: (n: number) => Promise<T>,
+  deadline: Deadline,
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+  hooks: RetryHooks = {},
+): Promise<T> {
+  for (let n = 1; ; n++) {
+    hooks.beforeAttempt?.(n)
+    try {
+      const value = await attempt(n)
+      hooks.onSuccess?.()
+      return value
+    } catch (err) {
+      const decision = retryDecision(err)
+      hooks.onFailure?.(err, n, decision)
+      if (!decision.retry || n >= policy.maxAttempts) throw err
+      const delay = delayFor(decision, n - 1, policy)
+      if (deadline.remainingMs() - delay < policy.minAttemptMs) throw err
+      hooks.onRetry?.(n, delay, decision.reason)
+      await sleep(delay)
+    }
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * What one identity has read from Vault, and the reads it has in flight.
+ *
+ * - Identical concurrent reads share one Vault call.
+ * - Static answers are kept for the freshness window (default 0: only
+ *   coalesced, so a rotated KV value shows up at the next Mount).
+ * - Leased and issued answers (database credentials, certificates) are kept
+ *   per pod — or per identity when sharing is on — and served again until
+ *   two thirds of their lifetime, renewing leases when they can: a pod keeps
+ *   one database user and one certificate across re-mounts.
+ *
+ * Whether an answer is dynamic is only known once it arrives, so concurrent
+ * reads are first coalesced per identity; if the answer turns out dynamic and
+ * not shared, the waiters of other pods each make their own read.
+ */
+import { LRUCache } from 'lru-cache'
+import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
+
+/** Bounds of the store shared by every identity of the process. */
+export const DEFAULT_MAX_ENTRIES = 20_000
+export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+/** A renewed lease that got less than this share of its first TTL is near its max TTL: replace it. */
+export const MIN_RENEWED_SHARE = 1 / 3
+
+export type FetchSource = 'vault' | 'coalesced' | 'cache' | 'renewed'
+
+export interface FetchOutcome {
+  body: unknown
+  source: FetchSource
+  /** Whether the answer was a static, leased or issued secret. */
+  kind: Lifetime['kind']
+}
+
+export interface SecretCacheOptions {
+  staticFreshnessMs: number
+  /** Serve one dynamic credential to every pod of the identity (serviceaccount scope only). */
+  shareDynamic: boolean
+  /** Where entries live: one store for all identities keeps the memory bound global. */
+  store?: SecretStore
+  /** Prefix of this identity's keys in the store. */
+  prefix?: string
+}
+
+/** What the cache needs from the session that owns it. */
+export interface CacheBackend {
+  /** One Vault call; returns the body and the generation of the token that made it. */
+  read(): Promise<{ body: unknown; tokenGeneration: number }>
+  /** Renews a lease with the identity's token; resolves to the new TTL. */
+  renewLease(leaseId: string): Promise<{ ttlMs: number; renewable: boolean }>
+  /** When the token of `generation` expires (a lease dies with the token that created it); 0 if gone. */
+  tokenExpiresAt(generation: number): number
+}
+
+export interface CacheEntry {
+  /** Approximate bytes, for the store's memory bound. */
+  size: number
+  body: unknown
+  lifetime: Lifetime
+  obtainedAt: number
+  renewAt: number
+  expiresAt: number
+  tokenGeneration: number
+  firstTtlMs: number
+}
+
+type Entry = CacheEntry
+export type SecretStore = LRUCache<string, CacheEntry>
+
+export function createSecretStore(maxEntries = DEFAULT_MAX_ENTRIES, maxBytes = DEFAULT_MAX_BYTES): SecretStore {
+  return new LRUCache<string, CacheEntry>({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (e) => e.size })
+}
+
+function approximateSize(body: unknown): number {
+  try {
+    return Math.max(1, JSON.stringify(body)?.length ?? 1)
+  } catch {
+    return 1
+  }
+}
+
+interface Shared {
+  body: unknown
+  lifetime: Lifetime
+  leaderPod: string
+}
+
+export class SecretCache {
+  private readonly opts: SecretCacheOptions
+  private readonly entries: SecretStore
+  private readonly prefix: string
+  private readonly inflight = new Map<string, Promise<Shared>>()
+
+  constructor(opts: SecretCacheOptions) {
+    this.opts = opts
+    this.entries = opts.store ?? createSecretStore()
+    this.prefix = opts.prefix ?? ''
+  }
+
+  private ownKeys(): string[] {
+    return [...this.entries.keys()].filter((k) => k.startsWith(this.prefix))
+  }
+
+  /** Entries this identity holds (walks the shared store: for metrics and tests, not the Mount path). */
+  get size(): number {
+    return this.ownKeys().length
+  }
+
+  private dynamicKey(requestKey: string, podUid: string): string {
+    return this.opts.shareDynamic ? `${this.prefix}shared|${requestKey}` : `${this.prefix}pod:${podUid}|${requestKey}`
+  }
+
+  async fetch(requestKey: string, podUid: string, write: boolean, backend: CacheBackend): Promise<FetchOutcome> {
+    const now = Date.now()
+    const dynKey = this.dynamicKey(requestKey, podUid)
+    const dynamic = this.entries.get(dynKey)
+    if (dynamic) {
+      const served = await this.serveDynamic(dynKey, dynamic, now, backend)
+      if (served) return served
+    }
+    const stat = this.entries.get(`${this.prefix}static|${requestKey}`)
+    if (stat && now < stat.expiresAt) return { body: stat.body, source: 'cache', kind: 'static' }
+
+    const sharedKey = `read|${requestKey}`
+    const pending = this.inflight.get(sharedKey)
+    if (pending) {
+      const shared = await pending
+      if (shared.lifetime.kind === 'static' || this.opts.shareDynamic || shared.leaderPod === podUid) {
+        return { body: shared.body, source: 'coalesced', kind: shared.lifetime.kind }
+      }
+      // Someone else's credential: this pod gets its own, one read per pod.
+      return this.readOwn(dynKey, podUid, write, backend)
+    }
+    return this.lead(sharedKey, requestKey, podUid, write, backend)
+  }
+
+  private async serveDynamic(
+    key: string,
+    entry: Entry,
+    now: number,
+    backend: CacheBackend,
+  ): Promise<FetchOutcome | undefined> {
+    const hardExpiry = Math.min(entry.expiresAt, backend.tokenExpiresAt(entry.tokenGeneration) || 0)
+    if (now < Math.min(entry.renewAt, hardExpiry))
+      return { body: entry.body, source: 'cache', kind: entry.lifetime.kind }
+    const lt = entry.lifetime
+    if (lt.kind === 'leased' && lt.renewable && now < hardExpiry) {
+      try {
+        const renewed = await backend.renewLease(lt.leaseId)
+        if (renewed.ttlMs >= entry.firstTtlMs * MIN_RENEWED_SHARE) {
+          const at = Date.now()
+          entry.expiresAt = at + renewed.ttlMs
+          entry.renewAt = at + renewed.ttlMs * RENEW_FRACTION
+          entry.lifetime = { ...lt, renewable: renewed.renewable }
+          this.entries.set(key, entry)
+          return { body: entry.body, source: 'renewed', kind: 'leased' }
+        }
+      } catch {
+        // Not renewable after all, revoked, or Vault refused: issue a new one below.
+      }
+    }
+    this.entries.delete(key)
+    return undefined
+  }
+
+  private lead(
+    sharedKey: string,
+    requestKey: string,
+    podUid: string,
+    write: boolean,
+    backend: CacheBackend,
+  ): Promise<FetchOutcome> {
+    const p = backend.read().then(({ body, tokenGeneration }) => {
+      const obtainedAt = Date.now()
+      const lifetime = lifetimeOf(body, obtainedAt, write)
+      this.store(
+        lifetime.kind === 'static' ? `${this.prefix}static|${requestKey}` : this.dynamicKey(requestKey, podUid),
+        body,
+        lifetime,
+        obtainedAt,
+        tokenGeneration,
+      )
+      return { body, lifetime, leaderPod: podUid }
+    })
+    this.inflight.set(sharedKey, p)
+    const clear = (): void => {
+      if (this.inflight.get(sharedKey) === p) this.inflight.delete(sharedKey)
+    }
+    p.then(clear, clear)
+    return p.then((s) => ({ body: s.body, source: 'vault' as const, kind: s.lifetime.kind }))
+  }
+
+  private readOwn(dynKey: string, podUid: string, write: boolean, backend: CacheBackend): Promise<FetchOutcome> {
+    const ownKey = `own|${dynKey}`
+    const pending = this.inflight.get(ownKey)
+    if (pending) return pending.then((s) => ({ body: s.body, source: 'coalesced' as const, kind: s.lifetime.kind }))
+    const p = backend.read().then(({ body, tokenGeneration }) => {
+      const obtainedAt = Date.now()
+      const lifetime = lifetimeOf(body, obtainedAt, write)
+      if (lifetime.kind !== 'static') this.store(dynKey, body, lifetime, obtainedAt, tokenGeneration)
+      return { body, lifetime, leaderPod: podUid }
+    })
+    this.inflight.set(ownKey, p)
+    const clear = (): void => {
+      if (this.inflight.get(ownKey) === p) this.inflight.delete(ownKey)
+    }
+    p.then(clear, clear)
+    return p.then((s) => ({ body: s.body, source: 'vault' as const, kind: s.lifetime.kind }))
+  }
+
+  private store(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {
+    if (lifetime.kind === 'static') {
+      if (this.opts.staticFreshnessMs <= 0) return
+      this.entries.set(key, {
+        size: approximateSize(body),
+        body,
+        lifetime,
+        obtainedAt,
+        renewAt: obtainedAt + this.opts.staticFreshnessMs,
+        expiresAt: obtainedAt + this.opts.staticFreshnessMs,
+        tokenGeneration,
+        firstTtlMs: this.opts.staticFreshnessMs,
+      })
+      return
+    }
+    const expiresAt = expiryOf(lifetime, obtainedAt)
+    this.entries.set(key, {
+      size: approximateSize(body),
+      body,
+      lifetime,
+      obtainedAt,
+      renewAt: renewPoint(lifetime, obtainedAt),
+      expiresAt,
+      tokenGeneration,
+      firstTtlMs: expiresAt - obtainedAt,
+    })
+  }
+
+  /** Drops what this pod was served (the pod is gone). */
+  forgetPod(podUid: string): void {
+    const prefix = `${this.prefix}pod:${podUid}|`
+    for (const key of this.ownKeys()) if (key.startsWith(prefix)) this.entries.delete(key)
+  }
+
+  clear(): void {
+    for (const key of this.ownKeys()) this.entries.delete(key)
+  }
+}
