@@ -1,7 +1,13 @@
 import t from 'tap'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
-import { checkVolume, renderObject, versionObject, type RenderedObject } from '../../../src/render/render.js'
+import {
+  checkVolume,
+  renderObject,
+  renderObjects,
+  versionObject,
+  type RenderedObject,
+} from '../../../src/render/render.js'
 import { objectVersion } from '../../../src/render/versions.js'
 import { parseObjects } from '../../../src/request/objects.js'
 import type { SecretObject } from '../../../src/request/types.js'
@@ -171,4 +177,96 @@ t.test('checkVolume: conflicts between objects', async (t) => {
     checkVolume([rendered('file-owner', 'conf/app.json'), rendered('dir-owner', 'conf')]),
   )
   t.equal(reversed.message, nested.message)
+})
+
+// Output fields (docs/outputs.md).
+
+const NESTED = {
+  request_id: 'r-2',
+  data: {
+    data: {
+      db: { host: 'h', port: 5432, 'a.b': 'dotted' },
+      list: ['x', { y: 'z' }],
+      b64: { v: 'aGk=' },
+      'bad/../key': 'v',
+    },
+    metadata: { version: 2 },
+  },
+}
+
+t.test('secretKeyPath: strings raw, other values compact JSON, encodings apply', async (t) => {
+  const text = (fields: string): string => renderObject(obj(fields), NESTED, 420, LABEL)[0]!.contents.toString()
+  t.equal(text('objectName: a, secretPath: s, secretKeyPath: db.host'), 'h')
+  t.equal(text('objectName: a, secretPath: s, secretKeyPath: db.port'), '5432')
+  t.equal(text('objectName: a, secretPath: s, secretKeyPath: \'db["a.b"]\''), 'dotted')
+  t.equal(text('objectName: a, secretPath: s, secretKeyPath: "list[1]"'), '{"y":"z"}')
+  t.equal(text('objectName: a, secretPath: s, secretKeyPath: b64.v, encoding: base64'), 'hi')
+  const e = providerError(() =>
+    renderObject(obj('objectName: a, secretPath: s, secretKeyPath: db, encoding: hex'), NESTED, 420, LABEL),
+  )
+  t.match(e.message, /secretKeyPath "db" holds a JSON value, not a string, so encoding "hex" cannot apply/)
+})
+
+t.test('format json with encoding decodes every string first', async (t) => {
+  const files = renderObject(
+    obj('objectName: a, secretPath: s, secretKey: b64, format: json, encoding: base64'),
+    NESTED,
+    420,
+    LABEL,
+  )
+  t.equal(files[0]!.contents.toString(), '{\n  "v": "hi"\n}\n')
+  const e = providerError(() =>
+    renderObject(
+      obj('objectName: a, secretPath: s, secretKey: db, format: yaml, encoding: base64'),
+      NESTED,
+      420,
+      LABEL,
+    ),
+  )
+  t.match(
+    e.message,
+    /object "x" \(GET secret\/data\/app\), the value at host: the value is not valid standard \(padded\) base64/,
+  )
+})
+
+t.test('format files: one file per key under objectName, each path checked', async (t) => {
+  const files = renderObject(
+    obj('objectName: out, secretPath: s, secretKey: db, format: files, filePermission: 0400'),
+    NESTED,
+    420,
+    LABEL,
+  )
+  t.strictSame(
+    files.map((f) => [f.path, f.mode, f.contents.toString()]),
+    [
+      ['out/a.b', 0o400, 'dotted'],
+      ['out/host', 0o400, 'h'],
+      ['out/port', 0o400, '5432'],
+    ],
+  )
+  const e = providerError(() => renderObject(obj('objectName: out, secretPath: s, format: files'), NESTED, 420, LABEL))
+  t.equal(e.code, 'BAD_FILE_PATH')
+  t.match(
+    e.message,
+    /format "files": key "bad\/\.\.\/key" cannot be a file name \(the path "out\/bad\/\.\.\/key" contains a "\.\." element/,
+  )
+})
+
+t.test('renderObjects: templates read other objects; without a template nothing changes', async (t) => {
+  const objects = parseObjects(
+    [
+      '- {objectName: host, secretPath: secret/data/app, secretKeyPath: db.host}',
+      '- {objectName: whole.json, secretPath: secret/data/app}',
+      '- {objectName: url, template: \'pg://{{@host}}:{{@["whole.json"].db.port}}/{{@["whole.json"].list[1].y}}\'}',
+      '- {objectName: own, secretPath: secret/data/app, secretKey: db, template: \'{{host}}={{["a.b"]}}\'}',
+    ].join('\n'),
+  )
+  const labels = objects.map((o) => `object "${o.objectName}"`)
+  const files = renderObjects(objects, [NESTED, NESTED, undefined, NESTED], 420, labels)
+  t.equal(files[2]![0]!.contents.toString(), 'pg://h:5432/z')
+  t.equal(files[3]![0]!.contents.toString(), 'h=dotted')
+  t.ok(
+    files[1]![0]!.contents.equals(renderObject(objects[1]!, NESTED, 420, labels[1]!)[0]!.contents),
+    'whole response as before',
+  )
 })

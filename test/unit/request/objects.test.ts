@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { parse as parseYaml } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import { canonicalJson } from '../../../src/render/canonical-json.js'
@@ -523,4 +525,128 @@ t.test('config is canonical: key order does not matter', async (t) => {
     'secretArgs: {common_name: other.example.com}',
   )
   t.not(canonicalJson(c.config), canonicalJson(a.config))
+})
+
+// Output fields (docs/outputs.md).
+
+t.test('output fields: parsed only when set; objects without them are unchanged', async (t) => {
+  const plain = one('objectName: a', 'secretPath: secret/data/a', 'secretKey: k')
+  for (const field of ['secretKeyPath', 'format', 'template']) t.notOk(field in plain, `no ${field} key`)
+  const o = one('objectName: a', 'secretPath: secret/data/a', 'secretKeyPath: db["x.y"][0]', 'format: YAML')
+  t.strictSame(o.secretKeyPath, ['db', 'x.y', 0])
+  t.equal(o.format, 'yaml', 'format is case-insensitive')
+  t.strictSame(
+    Object.keys(o.config),
+    ['format', 'objectName', 'secretKeyPath', 'secretPath'],
+    'part of the version input',
+  )
+  for (const f of ['json', 'yaml', 'env', 'properties', 'files', 'tls']) {
+    t.equal(one('objectName: a', 'secretPath: s', `format: ${f}`).format, f)
+  }
+  const tpl = one('objectName: t', "template: '{{a}}'", 'secretPath: s')
+  t.equal(tpl.template, '{{a}}')
+})
+
+t.test('a template may omit secretPath and reference other objects', async (t) => {
+  const objects = parseObjects(
+    [
+      '- {objectName: db.json, secretPath: secret/data/db, format: json}',
+      '- {objectName: user, secretPath: secret/data/db, secretKey: user}',
+      '- {objectName: url, template: \'pg://{{@user}}@{{@["db.json"].host}}\', filePermission: 0600}',
+    ].join('\n'),
+  )
+  t.equal(objects[2]!.secretPath, '')
+  t.strictSame(objects[2]!.query, [])
+  t.equal(objects[2]!.filePermission, 0o600)
+})
+
+t.test('output field errors name the object and the field', async (t) => {
+  const cases: Array<[string[], string]> = [
+    [['format: xml'], 'object "a": format must be one of json, yaml, env, properties, files, tls, got "xml"'],
+    [['format: [json]'], 'object "a": format must be one of json, yaml, env, properties, files, tls, got "json"'],
+    [['secretKeyPath: "a..b"'], 'object "a": secretKeyPath "a..b" expects a key name at character 3'],
+    [
+      ['secretKeyPath: "a[x]"'],
+      'object "a": secretKeyPath "a[x]" expects an array index such as [0] or a quoted key such as ["a.b"] inside [ ] at character 3',
+    ],
+    [['secretKeyPath: {a: b}'], 'object "a": secretKeyPath must be a string'],
+    [
+      ['secretKey: a', 'secretKeyPath: a'],
+      'object "a": set secretKey or secretKeyPath, not both (secretKeyPath "a" is secretKey "a")',
+    ],
+    [['template: "{{#a}}"'], 'object "a": template is not a valid Mustache template: Unclosed section "a" at 6'],
+    [['template: "{{> p}}"'], 'object "a": template uses a partial ({{> p}}), which is not supported'],
+    [['template: "{{a.}}"'], 'object "a": template name "a." expects a key name at character 3'],
+    [['template: ""'], 'object "a": template is empty'],
+    [['template: [a]'], 'object "a": template must be a string'],
+    [['template: "x"', 'format: json'], 'object "a": set format or template, not both'],
+  ]
+  for (const [fields, message] of cases) {
+    const err = objectError('objectName: a', 'secretPath: secret/data/a', ...fields)
+    t.equal(err.code, 'BAD_OBJECT', fields.join(', '))
+    t.equal(err.message, message, fields.join(', '))
+    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+  }
+  for (const field of ['method: PUT', 'secretArgs: {a: b}', 'secretKey: k', 'secretKeyPath: k', 'encoding: hex']) {
+    const err = objectError('objectName: t', 'template: "x"', field)
+    t.equal(
+      err.message,
+      `object "t": ${field.split(':')[0]} needs a secretPath (a template without secretPath reads only other objects)`,
+    )
+  }
+  t.equal(
+    objectError('objectName: t').message,
+    'object "t": secretPath is missing or not a string',
+    'still required without template',
+  )
+})
+
+t.test('template references must name existing objects that are not templates', async (t) => {
+  const err = (yaml: string[]): string => providerError(() => parseObjects(yaml.join('\n'))).message
+  t.equal(
+    err(['- {objectName: a, secretPath: s}', "- {objectName: t, template: '{{@b}}'}"]),
+    'object "t": template references @"b", which is not an objectName of this SecretProviderClass (objects it can reference: "a")',
+  )
+  t.equal(
+    err(["- {objectName: t1, template: 'x'}", "- {objectName: t2, template: '{{@t1}}'}"]),
+    'object "t2": template references @"t1", which is itself a template; templates can reference only objects that read a secret',
+  )
+  t.equal(
+    err(["- {objectName: t, template: '{{@t}}'}"]),
+    'object "t": template references @"t", which is itself a template; templates can reference only objects that read a secret',
+  )
+})
+
+t.test('directory formats: objects may sit inside them; plain files still may not be directories', async (t) => {
+  const objects = parseObjects(
+    [
+      '- {objectName: app, secretPath: s, format: files}',
+      '- {objectName: app/extra, secretPath: s, secretKey: k}',
+    ].join('\n'),
+  )
+  t.equal(objects.length, 2)
+  t.match(
+    providerError(() =>
+      parseObjects(
+        ['- {objectName: app, secretPath: s, format: json}', '- {objectName: app/x, secretPath: s}'].join('\n'),
+      ),
+    ).message,
+    /object "app\/x" needs "app" to be a directory, but object "app" is a file/,
+  )
+})
+
+t.test('the objects of examples/outputs-secretproviderclass.yaml parse', async (t) => {
+  const spc = parseYaml(
+    readFileSync(new URL('../../../examples/outputs-secretproviderclass.yaml', import.meta.url), 'utf8'),
+  )
+  const objects = parseObjects(spc.spec.parameters.objects)
+  t.ok(objects.length >= 15)
+  t.ok(
+    objects.some((o) => o.template !== undefined && o.secretPath === ''),
+    'a template without secretPath',
+  )
+  t.strictSame(
+    new Set(objects.map((o) => o.format).filter(Boolean)),
+    new Set(['json', 'yaml', 'env', 'properties', 'files', 'tls']),
+  )
 })
