@@ -11,6 +11,15 @@
 //	    --permission 420 --attributes-file FILE --secrets-file FILE \
 //	    [--timeout 30s] [--old-versions-file FILE] [--max-call-recv-msg-size N]
 //	driver-client version --socket-dir DIR --provider NAME [--timeout 5s]
+//	driver-client mount-many --spec FILE
+//
+// mount-many runs many MountContent calls over one client (one gRPC
+// connection, as the driver shares one per provider) and prints one JSON
+// document with a result and timings per call (see manySpec / manyResult).
+// The calls are split into `concurrency` workers: worker w runs calls w,
+// w+concurrency, w+2*concurrency, ... one after another, so a caller that puts
+// one pod per worker never has two Mounts of the same pod in flight. All
+// workers start together after the client is connected.
 //
 // Every answer (success or failure of the RPC) is printed as a single JSON
 // line on stdout with exit status 0. A non-zero exit status means a usage
@@ -24,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -62,7 +72,7 @@ func usagef(format string, args ...any) error {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(usagef("missing command: expected \"mount\" or \"version\""))
+		fail(usagef("missing command: expected \"mount\", \"mount-many\" or \"version\""))
 	}
 	var err error
 	switch os.Args[1] {
@@ -70,11 +80,13 @@ func main() {
 		err = runMount(os.Args[2:], os.Stdout)
 	case "version":
 		err = runVersion(os.Args[2:], os.Stdout)
+	case "mount-many":
+		err = runMountMany(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, "usage: driver-client mount|version [flags]")
+		fmt.Fprintln(os.Stderr, "usage: driver-client mount|mount-many|version [flags]")
 		return
 	default:
-		err = usagef("unknown command %q: expected \"mount\" or \"version\"", os.Args[1])
+		err = usagef("unknown command %q: expected \"mount\", \"mount-many\" or \"version\"", os.Args[1])
 	}
 	if err != nil {
 		fail(err)
@@ -243,4 +255,151 @@ func runVersion(args []string, out io.Writer) error {
 		RuntimeName:    resp.GetRuntimeName(),
 		RuntimeVersion: resp.GetRuntimeVersion(),
 	})
+}
+
+// manyCall is one Mount of a mount-many spec.
+type manyCall struct {
+	Target      string            `json:"target"`
+	Attributes  string            `json:"attributes"`
+	Secrets     string            `json:"secrets"`
+	Permission  string            `json:"permission"`
+	OldVersions map[string]string `json:"oldVersions,omitempty"`
+}
+
+// manySpec is the input of mount-many.
+type manySpec struct {
+	SocketDir          string     `json:"socketDir"`
+	Provider           string     `json:"provider"`
+	TimeoutMs          int        `json:"timeoutMs"`
+	Concurrency        int        `json:"concurrency"`
+	MaxCallRecvMsgSize int        `json:"maxCallRecvMsgSize"`
+	Calls              []manyCall `json:"calls"`
+}
+
+// manyResult is one call's outcome. Times are milliseconds; StartUnixMs is
+// wall-clock (Unix epoch) so callers can line calls up with other logs.
+type manyResult struct {
+	Index       int     `json:"index"`
+	OK          bool    `json:"ok"`
+	ErrorCode   string  `json:"errorCode"`
+	GRPCCode    string  `json:"grpcCode"`
+	Message     string  `json:"message,omitempty"`
+	Objects     int     `json:"objects"`
+	StartUnixMs float64 `json:"startUnixMs"`
+	// RPCStartUnixMs and RPCMs cover the Mount RPC alone (from a client
+	// interceptor); TotalMs adds the driver's response checks and file writes.
+	RPCStartUnixMs float64 `json:"rpcStartUnixMs"`
+	RPCMs          float64 `json:"rpcMs"`
+	TotalMs        float64 `json:"totalMs"`
+}
+
+type manyOutput struct {
+	OK          bool         `json:"ok"`
+	Message     string       `json:"message,omitempty"`
+	StartUnixMs float64      `json:"startUnixMs"`
+	WallMs      float64      `json:"wallMs"`
+	Results     []manyResult `json:"results"`
+}
+
+type callIndexKey struct{}
+
+func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) / 1e6 }
+
+func runMountMany(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("mount-many", flag.ContinueOnError)
+	specFile := fs.String("spec", "", "JSON file: {socketDir, provider, timeoutMs, concurrency, calls: [{target, attributes, secrets, permission}]}")
+	if err := fs.Parse(args); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected arguments: %v", fs.Args())
+	}
+	raw, err := readFileArg("spec", *specFile)
+	if err != nil {
+		return err
+	}
+	var spec manySpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return usagef("--spec: %v", err)
+	}
+	if spec.SocketDir == "" || spec.Provider == "" {
+		return usagef("--spec: socketDir and provider are required")
+	}
+	for i, c := range spec.Calls {
+		if st, err := os.Stat(c.Target); err != nil || !st.IsDir() {
+			return usagef("--spec: calls[%d].target %q must be an existing directory", i, c.Target)
+		}
+		if c.Permission == "" {
+			spec.Calls[i].Permission = "420"
+		}
+	}
+	if spec.TimeoutMs <= 0 {
+		spec.TimeoutMs = 30_000
+	}
+	if spec.MaxCallRecvMsgSize <= 0 {
+		spec.MaxCallRecvMsgSize = defaultMaxCallRecvMsgSize
+	}
+	workers := spec.Concurrency
+	if workers <= 0 || workers > len(spec.Calls) {
+		workers = len(spec.Calls)
+	}
+
+	results := make([]manyResult, len(spec.Calls))
+	// Times the Mount RPC alone; the call index travels in the context.
+	interceptor := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		started := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if i, ok := ctx.Value(callIndexKey{}).(int); ok {
+			results[i].RPCStartUnixMs = unixMs(started)
+			results[i].RPCMs = msSince(started)
+		}
+		return err
+	}
+	builder := secretsstore.NewPluginClientBuilder(
+		[]string{spec.SocketDir},
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(spec.MaxCallRecvMsgSize)),
+		grpc.WithChainUnaryInterceptor(interceptor),
+	)
+	defer builder.Cleanup()
+	connectCtx, cancelConnect := context.WithTimeout(context.Background(), time.Duration(spec.TimeoutMs)*time.Millisecond)
+	client, err := builder.Get(connectCtx, spec.Provider)
+	cancelConnect()
+	if err != nil {
+		return writeJSON(out, manyOutput{Message: err.Error(), Results: []manyResult{}})
+	}
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			<-start
+			for i := w; i < len(spec.Calls); i += workers {
+				c := spec.Calls[i]
+				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callIndexKey{}, i), time.Duration(spec.TimeoutMs)*time.Millisecond)
+				started := time.Now()
+				versions, errorCode, err := secretsstore.MountContent(ctx, client, c.Attributes, c.Secrets, c.Target, c.Permission, c.OldVersions)
+				r := &results[i]
+				r.TotalMs = msSince(started)
+				r.StartUnixMs = unixMs(started)
+				cancel()
+				r.Index = i
+				r.ErrorCode = errorCode
+				r.GRPCCode = grpcCodeOf(err)
+				if err != nil {
+					r.Message = err.Error()
+				} else {
+					r.OK = true
+					r.Objects = len(versions)
+				}
+			}
+		}(w)
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	return writeJSON(out, manyOutput{OK: true, StartUnixMs: unixMs(began), WallMs: msSince(began), Results: results})
 }

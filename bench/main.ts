@@ -1,0 +1,224 @@
+// `npm run bench` (bash bench/run.sh → node dist/bench/main.js [options]):
+// the side-by-side benchmark of issue 3. Starts one OpenBao (and PostgreSQL),
+// runs every scenario against our provider (both identity scopes where the
+// scope matters) and, when it could be installed, the reference provider, on
+// the same OpenBao, counts what OpenBao did from its audit log, and writes
+// results.md, results.json and chart.svg.
+import { existsSync, readFileSync } from 'node:fs'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { cpus, hostname, loadavg } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { execFileSync } from 'node:child_process'
+import { PACKAGE_ROOT } from '../src/package-info.js'
+import { BAO_BIN } from '../test/support/openbao.js'
+import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js'
+import { OUR_MAIN, REFERENCE_BIN } from './providers.js'
+import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
+import {
+  medianStorm,
+  runChurn,
+  runFootprint,
+  runLatency,
+  runStorm,
+  type Context,
+  type StormResult,
+  type Variant,
+} from './scenarios.js'
+import { startWorld, TTL, type World } from './world.js'
+
+export const DEFAULT_OUT_DIR = join(PACKAGE_ROOT, 'bench', 'results')
+/** Written by bench/run.sh: the module it tried to install and, on failure, why. */
+export const REFERENCE_STATUS_FILE = join(PACKAGE_ROOT, '.cache', 'bench', 'reference-status.json')
+
+function referenceInfo(wanted: boolean): ReferenceInfo {
+  let module = 'github.com/hashicorp/vault-csi-provider@v1.4.0'
+  if (process.env['VCP_REFERENCE_BIN'] !== undefined) module = `VCP_REFERENCE_BIN=${process.env['VCP_REFERENCE_BIN']}`
+  let reason: string | undefined
+  // An explicit VCP_REFERENCE_BIN wins over what bench/run.sh recorded.
+  if (process.env['VCP_REFERENCE_BIN'] === undefined && existsSync(REFERENCE_STATUS_FILE)) {
+    const st = JSON.parse(readFileSync(REFERENCE_STATUS_FILE, 'utf8')) as {
+      module?: string
+      ok?: boolean
+      error?: string
+    }
+    module = st.module ?? module
+    // The registry's address stays out of reports (they may be committed as samples).
+    const error = (st.error ?? 'unknown error').replace(/https?:\/\/\S+/g, '<module proxy URL>')
+    if (st.ok !== true) reason = `\`go install ${module}\` failed: ${error}`
+  }
+  if (!wanted) return { available: false, module, reason: '--no-reference' }
+  if (reason === undefined && !existsSync(REFERENCE_BIN))
+    reason = `${REFERENCE_BIN} not found (bench/run.sh installs it)`
+  if (reason === undefined && process.getuid?.() !== 0)
+    reason = 'needs root for its private mount namespace (unshare -m)'
+  return reason === undefined ? { available: true, module } : { available: false, module, reason }
+}
+
+function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
+  return [
+    'Vault: a real OpenBao dev server (`bao server -dev`, in memory) with a `file` audit device; every count comes from its audit log (response entries, requests made with the root token excluded).',
+    "Login: OpenBao's `jwt` auth method at `jwt/` (role `bench`, `token_ttl` 1 h) validates Kubernetes-shaped service-account JWTs signed by the harness; the pod tokens arrive in the `csi.storage.k8s.io/serviceAccount.tokens` attribute, as from a driver with `tokenRequests`, so neither provider calls TokenRequest. Each pod keeps its token across re-mounts (kubelet reuses a token until 80% of its 1 h lifetime).",
+    "Kubernetes API: test/support/kube-api.ts (a loopback stand-in) serves the HMAC key Secret `csi/vault-csi-provider-hmac-key` (created beforehand); an HTTPS front (bench/proxy.ts) with a self-signed certificate made by `openssl` for 127.0.0.1 terminates TLS, since the reference uses client-go's in-cluster config. KUBERNETES_SERVICE_HOST/PORT name that front for both providers.",
+    'Provider service account: a directory with `token` (a JWT the stand-in does not check), `namespace` (`csi`) and `ca.crt` (the self-signed certificate). Ours reads it through `-kube-service-account-dir`; the reference runs under `unshare --mount --propagation private` where a tmpfs is mounted over /run (/var/run links there) and the three files are copied to /run/secrets/kubernetes.io/serviceaccount — a private mount namespace, nothing changes outside it.',
+    `Load: the Secrets Store CSI driver's own client code (sigs.k8s.io/secrets-store-csi-driver v1.6.0 PluginClientBuilder + MountContent) in test/driver-client, mode \`mount-many\`: one process, one gRPC connection, N concurrent Mounts, files written by the kubelet atomic writer, per-call timing of the Mount RPC (client interceptor) and of the whole MountContent.`,
+    `Churn time: one simulated minute = ${o.minuteSec} s real; round k starts k minutes after the first (or when round k−1 ends, if later: "late" in the per-round table). TTLs stay at production-like values, unscaled (token ${TTL.token}, database credentials ${TTL.dbCreds}, certificates ${TTL.cert}): ten simulated minutes end long before two thirds of any TTL, in simulated and in real time, so the counts are those of ten real minutes. Renewal at a TTL boundary is not exercised here (the integration tests do that).`,
+    "Latency: Vault time is measured from the outside by timing HTTP proxies (bench/proxy.ts) between the provider and OpenBao, one per pod (the pod's `vaultAddress`), so each Vault request belongs to exactly one Mount; the proxy's own forwarding time counts as Vault time.",
+    "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
+    `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows; log level info.`,
+    ref.available
+      ? `Reference: \`${ref.module}\`, default flags, log level info.`
+      : `Reference: not run (${(ref.reason ?? '').replace(/\s+/g, ' ')}).`,
+  ]
+}
+
+export async function runBench(
+  o: BenchOptions,
+  log: (msg: string) => void = (m) => process.stderr.write(`[bench] ${m}\n`),
+): Promise<BenchResults> {
+  const startedAt = new Date().toISOString()
+  const reference = referenceInfo(o.reference)
+  if (!reference.available && o.reference) log(`reference provider not available: ${reference.reason ?? ''}`)
+  const results: BenchResults = {
+    startedAt,
+    finishedAt: '',
+    options: o,
+    environment: {
+      node: process.versions.node,
+      openbao: (() => {
+        try {
+          return execFileSync(BAO_BIN, ['version'], { encoding: 'utf8' }).split('\n')[0]!.trim()
+        } catch {
+          return 'OpenBao (version unknown)'
+        }
+      })(),
+      cpus: cpus().length,
+      host: hostname(),
+      loadAvg: [],
+      commit: (() => {
+        try {
+          return execFileSync('git', ['-C', PACKAGE_ROOT, 'describe', '--always', '--dirty'], {
+            encoding: 'utf8',
+          }).trim()
+        } catch {
+          return 'unknown'
+        }
+      })(),
+    },
+    reference,
+    storm: [],
+    churn: [],
+    latency: [],
+    footprint: [],
+    failures: [],
+    startups: {},
+    notes: notes(o, reference),
+  }
+  const ours: Variant[] = o.scopes.map((scope) => ({
+    label: `ours (${scope})`,
+    kind: 'ours',
+    args: scope === 'pod' ? [] : [`-identity-scope=${scope}`],
+  }))
+  const ref: Variant[] = reference.available ? [{ label: 'reference', kind: 'reference', args: [] }] : []
+  const oursDefault = ours.filter((v) => v.args.length === 0)
+
+  let world: World | undefined
+  const onSignal = (sig: NodeJS.Signals): void => {
+    log(`${sig}: stopping`)
+    void (world?.stop() ?? Promise.resolve()).finally(() => process.exit(130))
+  }
+  process.once('SIGINT', onSignal)
+  process.once('SIGTERM', onSignal)
+  try {
+    world = await startWorld({ database: o.scenarios.includes('churn'), log })
+    const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
+    if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
+    const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir }
+    const attempt = async <T>(v: Variant, what: string, fn: () => Promise<T>, into: T[]): Promise<void> => {
+      try {
+        into.push(await fn())
+      } catch (err) {
+        const msg = err instanceof Error ? err.message : String(err)
+        log(`${what}: ${v.label} failed: ${msg.split('\n')[0] ?? ''}`)
+        results.failures.push({ variant: `${what}: ${v.label}`, error: msg })
+      }
+    }
+    if (o.scenarios.includes('storm')) {
+      // Cold runs, variants in alternating order per repetition; the median run is reported.
+      const variants = [...ours, ...ref]
+      const runs = new Map<string, StormResult[]>(variants.map((v) => [v.label, []]))
+      for (let rep = 0; rep < o.repeat; rep++) {
+        for (const v of rep % 2 === 0 ? variants : [...variants].reverse()) {
+          await attempt(v, 'storm', () => runStorm(ctx, v, o.pods), runs.get(v.label)!)
+        }
+      }
+      for (const v of variants) {
+        const r = runs.get(v.label)!
+        if (r.length > 0) results.storm.push(medianStorm(r))
+      }
+    }
+    if (o.scenarios.includes('churn')) {
+      for (const v of [...ours, ...ref]) {
+        await attempt(v, 'churn', () => runChurn(ctx, v, o.pods, o.rounds, o.minuteSec), results.churn)
+      }
+    }
+    if (o.scenarios.includes('latency')) {
+      try {
+        const lat = await runLatency(ctx, [...oursDefault, ...ref], o.latencyMounts)
+        results.latency.push(...lat.results)
+        results.failures.push(...lat.failures)
+        for (const f of lat.failures) log(`${f.variant} failed: ${f.error.split('\n')[0] ?? ''}`)
+      } catch (err) {
+        const msg = err instanceof Error ? err.message : String(err)
+        log(`latency failed: ${msg.split('\n')[0] ?? ''}`)
+        results.failures.push({ variant: 'latency', error: msg })
+      }
+    }
+    if (o.scenarios.includes('footprint')) {
+      for (const v of [...oursDefault, ...ref]) {
+        await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods), results.footprint)
+      }
+    }
+  } finally {
+    process.removeListener('SIGINT', onSignal)
+    process.removeListener('SIGTERM', onSignal)
+    await world?.stop()
+  }
+  results.finishedAt = new Date().toISOString()
+  results.environment.loadAvg = loadavg().map((x) => Math.round(x * 100) / 100)
+  await mkdir(o.outDir, { recursive: true })
+  await writeFile(join(o.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
+  await writeFile(join(o.outDir, 'results.md'), renderMarkdown(results))
+  await writeFile(join(o.outDir, 'chart.svg'), renderSvg(results))
+  log(`wrote ${join(o.outDir, 'results.md')}, results.json and chart.svg`)
+  return results
+}
+
+async function cli(): Promise<void> {
+  let o
+  try {
+    o = parseOptions(process.argv.slice(2), DEFAULT_OUT_DIR)
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`bench: ${err.message}\n\n${USAGE}`)
+      process.exit(2)
+    }
+    throw err
+  }
+  if (o === 'help') {
+    process.stdout.write(USAGE)
+    return
+  }
+  const r = await runBench(o)
+  process.stdout.write(renderMarkdown(r))
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  cli().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+      process.exit(1)
+    },
+  )
+}

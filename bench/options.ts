@@ -1,0 +1,103 @@
+// Command-line options of `npm run bench` (node dist/bench/main.js [options]).
+export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint'] as const
+export type Scenario = (typeof SCENARIOS)[number]
+
+export interface BenchOptions {
+  scenarios: Scenario[]
+  /** Pods per node in the storm, churn and footprint scenarios (110 = a full node). */
+  pods: number
+  /** Republish rounds in the churn scenario. */
+  rounds: number
+  /** Real seconds per simulated minute in the churn scenario. */
+  minuteSec: number
+  /** Mounts per concurrency level in the latency scenario (after one warm-up Mount per pod). */
+  latencyMounts: number
+  /** Storm runs per variant (cold each time); the median by completion time is reported. */
+  repeat: number
+  /** Run the reference provider too (when it can be installed). */
+  reference: boolean
+  /** Our provider's identity scopes to run (storm and churn run once per scope). */
+  scopes: string[]
+  /** Where results.md, results.json and chart.svg go. */
+  outDir: string
+  quick: boolean
+  /** Write a V8 CPU profile of each of our provider's processes into <out>/profiles. */
+  profile: boolean
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+
+  --scenario LIST    storm,churn,latency,footprint (comma-separated; default: all)
+  --pods N           pods per node (default 110)
+  --rounds N         republish rounds in the churn scenario (default 10)
+  --minute SEC       real seconds per simulated minute in the churn scenario (default 3)
+  --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
+  --repeat N         storm runs per variant, median reported (default 3)
+  --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts)
+  --no-reference     run our provider only
+  --profile          write a CPU profile of each of our provider processes to <out>/profiles
+  --out DIR          output directory (default bench/results)
+  -h, --help         this text
+`
+
+export class UsageError extends Error {}
+
+function positive(name: string, v: string | undefined, integer: boolean): number {
+  const n = Number(v)
+  if (v === undefined || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new UsageError(`${name} needs a positive ${integer ? 'integer' : 'number'}, got ${v ?? 'nothing'}`)
+  }
+  return n
+}
+
+/** Parses argv (without node and the script); `--name value` and `--name=value` both work. */
+export function parseOptions(argv: string[], defaultOutDir: string): BenchOptions | 'help' {
+  const given = new Map<string, string | undefined>()
+  const flags = new Set(['--quick', '--no-reference', '--profile', '-h', '--help'])
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    const eq = a.indexOf('=')
+    const name = eq > 0 ? a.slice(0, eq) : a
+    if (flags.has(name)) {
+      given.set(name, undefined)
+      continue
+    }
+    if (!name.startsWith('--')) throw new UsageError(`unexpected argument ${a}`)
+    given.set(name, eq > 0 ? a.slice(eq + 1) : argv[++i])
+  }
+  if (given.has('-h') || given.has('--help')) return 'help'
+  const known = ['--scenario', '--pods', '--rounds', '--minute', '--latency-mounts', '--repeat', '--out', ...flags]
+  for (const k of given.keys()) if (!known.includes(k)) throw new UsageError(`unknown option ${k}`)
+
+  const quick = given.has('--quick')
+  const o: BenchOptions = {
+    scenarios: [...SCENARIOS],
+    pods: quick ? 6 : 110,
+    rounds: quick ? 3 : 10,
+    minuteSec: quick ? 0.5 : 3,
+    latencyMounts: quick ? 40 : 400,
+    repeat: quick ? 1 : 3,
+    reference: !given.has('--no-reference'),
+    scopes: ['pod', 'serviceaccount'],
+    outDir: given.get('--out') ?? defaultOutDir,
+    quick,
+    profile: given.has('--profile'),
+  }
+  if (given.has('--scenario')) {
+    const list = (given.get('--scenario') ?? '').split(',').map((s) => s.trim())
+    for (const s of list) {
+      if (!(SCENARIOS as readonly string[]).includes(s)) {
+        throw new UsageError(`unknown scenario ${s} (expected ${SCENARIOS.join(', ')})`)
+      }
+    }
+    o.scenarios = SCENARIOS.filter((s) => list.includes(s))
+  }
+  if (given.has('--pods')) o.pods = positive('--pods', given.get('--pods'), true)
+  if (given.has('--repeat')) o.repeat = positive('--repeat', given.get('--repeat'), true)
+  if (given.has('--rounds')) o.rounds = positive('--rounds', given.get('--rounds'), true)
+  if (given.has('--minute')) o.minuteSec = positive('--minute', given.get('--minute'), false)
+  if (given.has('--latency-mounts')) {
+    o.latencyMounts = positive('--latency-mounts', given.get('--latency-mounts'), true)
+  }
+  return o
+}

@@ -1,0 +1,174 @@
+// Starting the providers under test, each in its own process on its own unix
+// socket, and reading their memory from /proc.
+//
+// Ours: `node <build>/src/main.js` with the in-cluster settings pointed at the
+// stand-ins: KUBERNETES_SERVICE_HOST/PORT (the HTTPS front) and
+// -kube-service-account-dir (token, namespace, ca.crt).
+//
+// The reference (Go): reads the service-account files from the fixed path
+// /var/run/secrets/kubernetes.io/serviceaccount, so it runs in a private mount
+// namespace (`unshare --mount --propagation private`, root only) where a tmpfs
+// is mounted over /run (/var/run links there) and the same three files are
+// copied to /run/secrets/kubernetes.io/serviceaccount. Nothing outside that
+// process's namespace changes. KUBERNETES_SERVICE_HOST/PORT name the same
+// HTTPS front.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, openSync, closeSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import net from 'node:net'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../src/package-info.js'
+import { freePort } from '../test/support/ports.js'
+import { nowMs } from './proxy.js'
+
+export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
+export const REFERENCE_BIN =
+  process.env['VCP_REFERENCE_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'vault-csi-provider')
+
+export interface ProviderUnderTest {
+  /** e.g. "ours (pod)" */
+  label: string
+  socketDir: string
+  pid: number
+  /** From spawn to the socket accepting connections. */
+  startupMs: number
+  logPath: string
+  child: ChildProcess
+  stop(): Promise<void>
+  /** VmRSS / VmHWM from /proc/<pid>/status, in KiB. */
+  memory(): Promise<{ rssKiB: number; hwmKiB: number }>
+}
+
+export interface StartSpec {
+  label: string
+  kind: 'ours' | 'reference'
+  dir: string
+  vaultAddr: string
+  kubeHost: string
+  kubePort: number
+  saDir: string
+  /** Extra flags (e.g. -identity-scope=serviceaccount). */
+  args?: string[]
+  /** Extra node flags for ours (e.g. --cpu-prof). */
+  nodeArgs?: string[]
+}
+
+const live = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL')
+})
+
+/**
+ * The reference's flags are read from its own `-help` (Go's flag package prints `  -name` lines);
+ * a flag it does not list is not passed, so another version of it still starts.
+ */
+function referenceFlags(bin: string, wanted: string[]): string[] {
+  const r = spawnSync(bin, ['-help'], { encoding: 'utf8', timeout: 10_000 })
+  const help = `${r.stdout ?? ''}${r.stderr ?? ''}`
+  return wanted.filter((f) => {
+    const name = /^-+([^=]+)/.exec(f)?.[1]
+    return name !== undefined && new RegExp(`^\\s+-{1,2}${name.replace(/[-]/g, '\\-')}(\\s|$)`, 'm').test(help)
+  })
+}
+
+function canConnect(socketPath: string): Promise<boolean> {
+  return new Promise((res) => {
+    const s = net.connect({ path: socketPath })
+    s.once('connect', () => {
+      s.destroy()
+      res(true)
+    })
+    s.once('error', () => res(false))
+  })
+}
+
+export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnderTest> {
+  const socketDir = join(s.dir, `sock-${s.label.replace(/[^a-z0-9]+/gi, '-')}`)
+  await import('node:fs/promises').then((fs) => fs.mkdir(socketDir, { recursive: true }))
+  const socketPath = join(socketDir, 'vault.sock')
+  const logPath = join(s.dir, `provider-${s.label.replace(/[^a-z0-9]+/gi, '-')}.log`)
+  const healthPort = await freePort()
+  const common = [
+    `-endpoint=${socketPath}`,
+    `-vault-addr=${s.vaultAddr}`,
+    `-health-addr=127.0.0.1:${healthPort}`,
+    `-hmac-secret-name=vault-csi-provider-hmac-key`,
+    '-log-level=info',
+  ]
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: process.env['HOME'] ?? '/root',
+    KUBERNETES_SERVICE_HOST: s.kubeHost,
+    KUBERNETES_SERVICE_PORT: String(s.kubePort),
+  }
+  let cmd: string
+  let argv: string[]
+  if (s.kind === 'ours') {
+    if (!existsSync(OUR_MAIN)) throw new Error(`${OUR_MAIN} missing: run npm run build first`)
+    cmd = process.execPath
+    argv = [...(s.nodeArgs ?? []), OUR_MAIN, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
+  } else {
+    if (!existsSync(REFERENCE_BIN)) throw new Error(`${REFERENCE_BIN} missing`)
+    const sa = '/run/secrets/kubernetes.io/serviceaccount'
+    const script = [
+      'set -e',
+      'mount -t tmpfs -o size=1m,mode=0755 bench-run /run',
+      `mkdir -p ${sa}`,
+      `cp "$BENCH_SA_DIR/token" "$BENCH_SA_DIR/namespace" "$BENCH_SA_DIR/ca.crt" ${sa}/`,
+      'unset BENCH_SA_DIR',
+      'exec "$0" "$@"',
+    ].join('\n')
+    env['BENCH_SA_DIR'] = s.saDir
+    cmd = 'unshare'
+    const flags = referenceFlags(REFERENCE_BIN, [...common, ...(s.args ?? [])])
+    if (!flags.some((f) => f.startsWith('-endpoint=')))
+      throw new Error(`${REFERENCE_BIN} -help lists no -endpoint flag`)
+    argv = ['--mount', '--propagation', 'private', 'sh', '-c', script, REFERENCE_BIN, ...flags]
+  }
+  const fd = openSync(logPath, 'a')
+  const started = nowMs()
+  const child = spawn(cmd, argv, { stdio: ['ignore', fd, fd], env })
+  closeSync(fd)
+  live.add(child)
+  let exited = false
+  const exitedP = new Promise<void>((r) =>
+    child.once('exit', () => {
+      exited = true
+      live.delete(child)
+      r()
+    }),
+  )
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    if (exited) throw new Error(`${s.label} exited during start-up:\n${(await readFile(logPath, 'utf8')).slice(-3000)}`)
+    if (existsSync(socketPath) && (await canConnect(socketPath))) break
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`${s.label} did not serve ${socketPath} within 20 s`)
+    }
+    await new Promise((r) => setTimeout(r, 2))
+  }
+  const startupMs = nowMs() - started
+  const pid = child.pid!
+  return {
+    label: s.label,
+    socketDir,
+    pid,
+    startupMs,
+    logPath,
+    child,
+    async stop() {
+      if (!exited) {
+        child.kill('SIGTERM')
+        const t = setTimeout(() => child.kill('SIGKILL'), 10_000)
+        await exitedP
+        clearTimeout(t)
+      }
+    },
+    async memory() {
+      const status = await readFile(`/proc/${pid}/status`, 'utf8')
+      const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+      return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM') }
+    },
+  }
+}

@@ -1,0 +1,557 @@
+// results.md (raw figures, ratios against the reference, the issue's targets)
+// and chart.svg (a hand-written SVG of small bar charts, one per figure).
+import type { ChurnResult, Failed, FootprintResult, LatencyResult, StormResult } from './scenarios.js'
+import type { BenchOptions } from './options.js'
+
+export interface ReferenceInfo {
+  available: boolean
+  module: string
+  /** Why it is missing, when it is. */
+  reason?: string
+}
+
+export interface BenchResults {
+  startedAt: string
+  finishedAt: string
+  options: BenchOptions
+  environment: { node: string; openbao: string; cpus: number; host: string; commit: string; loadAvg: number[] }
+  reference: ReferenceInfo
+  storm: StormResult[]
+  churn: ChurnResult[]
+  latency: LatencyResult[]
+  footprint: FootprintResult[]
+  failures: Failed[]
+  startups: Record<string, number[]>
+  /** What the harness faked, in words. */
+  notes: string[]
+}
+
+const REF = 'reference'
+
+function n(v: number | undefined, digits = 0): string {
+  if (v === undefined || !Number.isFinite(v)) return 'n/a'
+  return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+}
+
+function mib(kib: number): string {
+  return n(kib / 1024, 1)
+}
+
+/** ours / reference, e.g. "0.01×"; "n/a" without a reference figure. */
+function ratio(ours: number, ref: number | undefined): string {
+  if (ref === undefined || !Number.isFinite(ref) || !Number.isFinite(ours)) return 'n/a'
+  if (ref === 0) return ours === 0 ? '1×' : '∞'
+  const r = ours / ref
+  return `${r < 0.1 ? r.toFixed(3) : r.toFixed(2)}×`
+}
+
+function table(head: string[], rows: string[][]): string {
+  const line = (cells: string[]): string => `| ${cells.join(' | ')} |`
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n')
+}
+
+function verdict(ok: boolean | undefined): string {
+  return ok === undefined ? 'n/a' : ok ? 'met' : '**missed**'
+}
+
+export function renderMarkdown(r: BenchResults): string {
+  const out: string[] = []
+  const o = r.options
+  out.push(`# Benchmark: Vault economy, this provider vs the reference`)
+  out.push('')
+  out.push(
+    `Run ${r.startedAt} → ${r.finishedAt} on ${r.environment.host} (${r.environment.cpus} CPUs), Node ${r.environment.node}, ${r.environment.openbao}, this repository at ${r.environment.commit}; load average at the end ${(r.environment.loadAvg ?? []).join(' / ')} (1 / 5 / 15 min: other work on the machine shows up in the times, not in the counts).`,
+  )
+  out.push(
+    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level${o.quick ? ' (--quick)' : ''}.`,
+  )
+  out.push(
+    r.reference.available
+      ? `Reference: \`${r.reference.module}\`.`
+      : `Reference: **not run** — ${(r.reference.reason ?? 'disabled').replace(/\s+/g, ' ').replace(/\.+$/, '')}. Ratios are "n/a".`,
+  )
+  out.push('')
+  out.push('Counts are what OpenBao did, from its audit log. Times are milliseconds unless marked.')
+  out.push('')
+
+  if (r.failures.length > 0) {
+    out.push('## Runs that failed')
+    out.push('')
+    out.push(
+      table(
+        ['variant', 'error'],
+        r.failures.map((f) => [f.variant, f.error.replace(/\|/g, '\\|').replace(/\n/g, ' ').slice(0, 400)]),
+      ),
+    )
+    out.push('')
+  }
+
+  const refStorm = r.storm.find((s) => s.variant === REF)
+  if (r.storm.length > 0) {
+    out.push('## 1. Rollout storm')
+    out.push('')
+    out.push(
+      `${o.pods} pods of one service account mount the same SecretProviderClass of 5 KV objects at once, provider cold; ${o.repeat} cold run(s) per variant, variants in alternating order, the median by completion time shown (every run in the last column).`,
+    )
+    out.push('')
+    out.push(
+      table(
+        [
+          'variant',
+          'Mounts ok',
+          'failed',
+          'logins',
+          'KV reads',
+          'other Vault req.',
+          'HMAC Secret GETs',
+          'all done (ms)',
+          'Mount p50',
+          'Mount max',
+          'logins vs ref',
+          'reads vs ref',
+          'time vs ref',
+          'all runs: ms (logins/reads)',
+        ],
+        r.storm.map((s) => [
+          s.variant,
+          n(s.ok),
+          n(s.failed),
+          n(s.counts.logins),
+          n(s.counts.kvReads),
+          n(s.counts.other + s.counts.errors + s.counts.loginFailures),
+          n(s.hmacGets),
+          n(s.wallMs),
+          n(s.mountP50Ms, 1),
+          n(s.mountMaxMs, 1),
+          s.variant === REF ? '' : ratio(s.counts.logins, refStorm?.counts.logins),
+          s.variant === REF ? '' : ratio(s.counts.kvReads, refStorm?.counts.kvReads),
+          s.variant === REF ? '' : ratio(s.wallMs, refStorm?.wallMs),
+          (s.runs ?? [])
+            .map((x) => `${n(x.wallMs)} (${x.logins}/${x.kvReads}${x.failed > 0 ? `, ${x.failed} failed` : ''})`)
+            .join(', '),
+        ]),
+      ),
+    )
+    const sample = r.storm.filter((s) => s.sampleError)
+    for (const s of sample) out.push(`\n${s.variant}: first failure: \`${s.sampleError}\``)
+    out.push('')
+  }
+
+  const refChurn = r.churn.find((c) => c.variant === REF)
+  if (r.churn.length > 0) {
+    out.push('## 2. Republish churn')
+    out.push('')
+    out.push(
+      `${o.pods} pods, SecretProviderClass of 1 database credential (username + password from one lease, PostgreSQL), 1 PKI certificate (certificate + key, EC P-256) and 3 KV values; re-mounted ${o.rounds} times, one simulated minute (${o.minuteSec} s) apart.`,
+    )
+    out.push('')
+    out.push(
+      table(
+        [
+          'variant',
+          'failed Mounts',
+          'logins',
+          'logins after round 1',
+          'DB credentials',
+          'certificates',
+          'KV reads',
+          'token renewals',
+          'token revocations',
+          'lease renewals',
+          'lease revocations',
+          'HMAC Secret GETs',
+          'DB creds vs ref',
+          'certs vs ref',
+        ],
+        r.churn.map((c) => [
+          c.variant,
+          n(c.failed),
+          n(c.total.logins),
+          n(c.loginsAfterFirstRound),
+          n(c.total.dbCreds),
+          n(c.total.certs),
+          n(c.total.kvReads),
+          n(c.total.tokenRenewals),
+          n(c.total.tokenRevocations),
+          n(c.total.leaseRenewals),
+          n(c.total.leaseRevocations),
+          n(c.hmacGets),
+          c.variant === REF ? '' : ratio(c.total.dbCreds, refChurn?.total.dbCreds),
+          c.variant === REF ? '' : ratio(c.total.certs, refChurn?.total.certs),
+        ]),
+      ),
+    )
+    out.push('')
+    out.push('Per round (logins / DB credentials / certificates / KV reads, round time in ms, late start in ms):')
+    out.push('')
+    out.push(
+      table(
+        ['variant', ...Array.from({ length: o.rounds }, (_, i) => `r${i + 1}`)],
+        r.churn.map((c) => [
+          c.variant,
+          ...c.rounds.map(
+            (x) =>
+              `${x.counts.logins}/${x.counts.dbCreds}/${x.counts.certs}/${x.counts.kvReads} (${n(x.wallMs)} ms${x.lateMs > 50 ? `, +${n(x.lateMs)}` : ''})`,
+          ),
+        ]),
+      ),
+    )
+    for (const c of r.churn.filter((x) => x.sampleError))
+      out.push(`\n${c.variant}: first failure: \`${c.sampleError}\``)
+    out.push('')
+  }
+
+  const refLat = r.latency.find((l) => l.variant === REF)
+  if (r.latency.length > 0) {
+    out.push('## 3. Latency (warm)')
+    out.push('')
+    out.push(
+      'One Mount of 5 KV objects, after a warm-up Mount per pod; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Mount = the Mount RPC at the driver client; Vault = union of that Mount\'s Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod\'s `vaultAddress`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead).',
+    )
+    out.push('')
+    const rows: string[][] = []
+    for (const l of r.latency) {
+      for (const lv of l.levels) {
+        const ref = refLat?.levels.find((x) => x.concurrency === lv.concurrency)
+        rows.push([
+          l.variant,
+          String(lv.concurrency),
+          n(lv.mounts),
+          n(lv.failed),
+          n(lv.mountP50Ms, 2),
+          n(lv.mountP99Ms, 2),
+          n(lv.vaultP50Ms, 2),
+          n(lv.overheadP50Ms, 2),
+          n(lv.overheadP99Ms, 2),
+          n(lv.kubeMeanMs, 2),
+          n(lv.vaultCallsPerMount, 2),
+          n(lv.mountsPerSec, 0),
+          l.variant === REF ? '' : ratio(lv.mountP50Ms, ref?.mountP50Ms),
+        ])
+      }
+    }
+    out.push(
+      table(
+        [
+          'variant',
+          'concurrency',
+          'Mounts',
+          'failed',
+          'Mount p50',
+          'Mount p99',
+          'Vault p50',
+          'overhead p50',
+          'overhead p99',
+          'K8s API mean',
+          'Vault req./Mount',
+          'Mounts/s',
+          'p50 vs ref',
+        ],
+        rows,
+      ),
+    )
+    out.push('')
+  }
+
+  const refFoot = r.footprint.find((f) => f.variant === REF)
+  if (r.footprint.length > 0) {
+    out.push('## 4. Footprint')
+    out.push('')
+    out.push(
+      `Idle RSS (VmRSS 2 s after the socket serves), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections (all start-ups of the run: median / max).`,
+    )
+    out.push('')
+    out.push(
+      table(
+        [
+          'variant',
+          'idle RSS (MiB)',
+          'peak RSS (MiB)',
+          'RSS after storm (MiB)',
+          'start-up (ms)',
+          'start-ups median / max (ms)',
+          'storm Mounts ok',
+          'storm all done (ms)',
+          'idle vs ref',
+          'peak vs ref',
+          'start-up vs ref',
+        ],
+        r.footprint.map((f) => {
+          const all = r.startups[f.variant] ?? []
+          const sorted = [...all].sort((a, b) => a - b)
+          const med = sorted[Math.floor((sorted.length - 1) / 2)]
+          return [
+            f.variant,
+            mib(f.idleRssKiB),
+            mib(f.peakRssKiB),
+            mib(f.afterStormRssKiB),
+            n(f.startupMs, 0),
+            `${n(med, 0)} / ${n(sorted[sorted.length - 1], 0)}`,
+            n(f.storm.ok),
+            n(f.storm.wallMs),
+            f.variant === REF ? '' : ratio(f.idleRssKiB, refFoot?.idleRssKiB),
+            f.variant === REF ? '' : ratio(f.peakRssKiB, refFoot?.peakRssKiB),
+            f.variant === REF ? '' : ratio(f.startupMs, refFoot?.startupMs),
+          ]
+        }),
+      ),
+    )
+    out.push('')
+  }
+
+  out.push('## Targets of issue 3')
+  out.push('')
+  out.push(table(['target', 'measured', 'verdict'], targets(r)))
+  out.push('')
+  out.push('## How it was measured')
+  out.push('')
+  for (const note of r.notes) out.push(`- ${note}`)
+  out.push('')
+  return out.join('\n')
+}
+
+/** The largest figure over a storm variant's runs (targets hold for every run). */
+function worst(s: StormResult, k: 'logins' | 'kvReads' | 'failed'): number {
+  const runs = s.runs ?? [{ wallMs: s.wallMs, logins: s.counts.logins, kvReads: s.counts.kvReads, failed: s.failed }]
+  return Math.max(...runs.map((x) => x[k]))
+}
+
+function targets(r: BenchResults): string[][] {
+  const rows: string[][] = []
+  const pods = r.options.pods
+  const ref = r.storm.find((s) => s.variant === REF)
+  const sa = r.storm.find((s) => s.variant.includes('serviceaccount'))
+  const pod = r.storm.find((s) => s.variant.includes('(pod'))
+  if (sa) {
+    rows.push([
+      'storm, serviceaccount scope: ≤ 1 login, ≤ 5 reads (every run)',
+      `${worst(sa, 'logins')} logins, ${worst(sa, 'kvReads')} reads at most over ${sa.runs?.length ?? 1} run(s) (${worst(sa, 'failed')} failed Mounts)`,
+      verdict(worst(sa, 'failed') === 0 && worst(sa, 'logins') <= 1 && worst(sa, 'kvReads') <= 5),
+    ])
+    rows.push([
+      'storm, serviceaccount scope: done ≥ 10× sooner than the reference',
+      ref ? `${n(sa.wallMs)} vs ${n(ref.wallMs)} ms (${n(ref.wallMs / sa.wallMs, 1)}×)` : 'no reference',
+      verdict(ref ? ref.wallMs / sa.wallMs >= 10 : undefined),
+    ])
+  }
+  if (pod) {
+    rows.push([
+      `storm, pod scope: ${pods} logins, no more reads than the reference (every run)`,
+      `${worst(pod, 'logins')} logins, ${worst(pod, 'kvReads')} reads at most${ref ? ` (reference ${ref.counts.logins} / ${ref.counts.kvReads})` : ''}`,
+      verdict(
+        worst(pod, 'failed') === 0 &&
+          worst(pod, 'logins') <= pods &&
+          worst(pod, 'kvReads') <= (ref ? ref.counts.kvReads : 5 * pods),
+      ),
+    ])
+    rows.push([
+      'storm, pod scope: done ≥ 2× sooner than the reference',
+      ref ? `${n(pod.wallMs)} vs ${n(ref.wallMs)} ms (${n(ref.wallMs / pod.wallMs, 1)}×)` : 'no reference',
+      verdict(ref ? ref.wallMs / pod.wallMs >= 2 : undefined),
+    ])
+  }
+  for (const c of r.churn.filter((x) => x.variant !== REF)) {
+    rows.push([
+      `churn, ${c.variant}: ${pods} DB credentials, ${pods} certificates, no login after round 1`,
+      `${c.total.dbCreds} DB credentials, ${c.total.certs} certificates, ${c.loginsAfterFirstRound} logins after round 1 (${c.failed} failed Mounts)`,
+      verdict(c.failed === 0 && c.total.dbCreds <= pods && c.total.certs <= pods && c.loginsAfterFirstRound === 0),
+    ])
+  }
+  const refLat = r.latency.find((l) => l.variant === REF)
+  for (const l of r.latency.filter((x) => x.variant !== REF)) {
+    const c1 = l.levels.find((x) => x.concurrency === 1)
+    const c8 = l.levels.find((x) => x.concurrency === 8)
+    const r1 = refLat?.levels.find((x) => x.concurrency === 1)
+    if (c1) {
+      rows.push([
+        `latency, ${l.variant}: p50 at concurrency 1 ≤ 1.2× the reference`,
+        r1
+          ? `${n(c1.mountP50Ms, 2)} vs ${n(r1.mountP50Ms, 2)} ms (${n(c1.mountP50Ms / r1.mountP50Ms, 2)}×)`
+          : `${n(c1.mountP50Ms, 2)} ms, no reference`,
+        verdict(r1 ? c1.mountP50Ms <= 1.2 * r1.mountP50Ms : undefined),
+      ])
+    }
+    if (c8) {
+      rows.push([
+        `latency, ${l.variant}: provider overhead p99 < 5 ms at concurrency 8`,
+        `${n(c8.overheadP99Ms, 2)} ms`,
+        verdict(c8.failed === 0 ? c8.overheadP99Ms < 5 : false),
+      ])
+    }
+  }
+  for (const f of r.footprint.filter((x) => x.variant !== REF)) {
+    rows.push([
+      `footprint, ${f.variant}: idle RSS ≤ 64 MiB`,
+      `${mib(f.idleRssKiB)} MiB`,
+      verdict(f.idleRssKiB <= 64 * 1024),
+    ])
+    rows.push([
+      `footprint, ${f.variant}: peak RSS ≤ 128 MiB during the storm`,
+      `${mib(f.peakRssKiB)} MiB`,
+      verdict(f.storm.failed === 0 && f.peakRssKiB <= 128 * 1024),
+    ])
+    rows.push([
+      `footprint, ${f.variant}: serving ≤ 400 ms after start`,
+      `${n(f.startupMs)} ms`,
+      verdict(f.startupMs <= 400),
+    ])
+  }
+  return rows
+}
+
+// ------------------------------------------------------------------ chart
+interface Panel {
+  title: string
+  unit: string
+  values: Array<{ variant: string; value: number }>
+}
+
+const COLORS = ['#2b6cb0', '#38a169', '#d69e2e', '#c53030', '#6b46c1']
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+}
+
+function tail(s: string, max: number): string {
+  return s.length <= max ? s : `…${s.slice(s.length - max + 1)}`
+}
+
+function fmt(v: number): string {
+  if (!Number.isFinite(v)) return 'n/a'
+  if (Number.isInteger(v) || Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US')
+  if (Math.abs(v) >= 10) return v.toFixed(1)
+  return v.toFixed(2)
+}
+
+function panels(r: BenchResults): Panel[] {
+  const p: Panel[] = []
+  const add = (title: string, unit: string, values: Array<{ variant: string; value: number }>): void => {
+    if (values.length > 0) p.push({ title, unit, values })
+  }
+  add(
+    'Storm: logins',
+    'logins',
+    r.storm.map((s) => ({ variant: s.variant, value: s.counts.logins })),
+  )
+  add(
+    'Storm: KV reads',
+    'reads',
+    r.storm.map((s) => ({ variant: s.variant, value: s.counts.kvReads })),
+  )
+  add(
+    'Storm: all Mounts done',
+    'ms',
+    r.storm.map((s) => ({ variant: s.variant, value: s.wallMs })),
+  )
+  add(
+    'Churn: DB credentials',
+    'created',
+    r.churn.map((c) => ({ variant: c.variant, value: c.total.dbCreds })),
+  )
+  add(
+    'Churn: certificates',
+    'issued',
+    r.churn.map((c) => ({ variant: c.variant, value: c.total.certs })),
+  )
+  add(
+    'Churn: logins after round 1',
+    'logins',
+    r.churn.map((c) => ({ variant: c.variant, value: c.loginsAfterFirstRound })),
+  )
+  const lvl = (
+    c: number,
+    f: (x: LatencyResult['levels'][number]) => number,
+  ): Array<{ variant: string; value: number }> =>
+    r.latency.flatMap((l) => {
+      const x = l.levels.find((y) => y.concurrency === c)
+      return x ? [{ variant: l.variant, value: f(x) }] : []
+    })
+  add(
+    'Latency p50, concurrency 1',
+    'ms',
+    lvl(1, (x) => x.mountP50Ms),
+  )
+  add(
+    'Latency p99, concurrency 8',
+    'ms',
+    lvl(8, (x) => x.mountP99Ms),
+  )
+  add(
+    'Overhead p99, concurrency 8',
+    'ms',
+    lvl(8, (x) => x.overheadP99Ms),
+  )
+  add(
+    'Idle RSS',
+    'MiB',
+    r.footprint.map((f) => ({ variant: f.variant, value: f.idleRssKiB / 1024 })),
+  )
+  add(
+    'Peak RSS (storm, 10×10 KiB)',
+    'MiB',
+    r.footprint.map((f) => ({ variant: f.variant, value: f.peakRssKiB / 1024 })),
+  )
+  add(
+    'Start-up to serving socket',
+    'ms',
+    r.footprint.map((f) => ({ variant: f.variant, value: f.startupMs })),
+  )
+  return p
+}
+
+export function renderSvg(r: BenchResults): string {
+  const ps = panels(r)
+  const variants = [...new Set(ps.flatMap((x) => x.values.map((v) => v.variant)))]
+  const color = (v: string): string => COLORS[variants.indexOf(v) % COLORS.length]!
+  const cols = 4
+  const pw = 250
+  const ph = 190
+  const top = 70
+  const rows = Math.max(1, Math.ceil(ps.length / cols))
+  const width = cols * pw + 20
+  const height = top + rows * ph + 20
+  const s: string[] = []
+  s.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+  )
+  s.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`)
+  s.push(
+    `<text x="10" y="22" font-size="16" font-weight="bold">Vault economy benchmark (${esc(r.options.pods.toString())} pods, ${esc(r.startedAt.slice(0, 10))})</text>`,
+  )
+  variants.forEach((v, i) => {
+    const x = 10 + i * 190
+    s.push(`<rect x="${x}" y="34" width="12" height="12" fill="${color(v)}"/>`)
+    s.push(`<text x="${x + 16}" y="45" font-size="12">${esc(v)}</text>`)
+  })
+  if (!r.reference.available) {
+    s.push(
+      `<text x="10" y="62" font-size="11" fill="#c53030">reference provider not run: ${esc(tail((r.reference.reason ?? '').replace(/\s+/g, ' '), 150))}</text>`,
+    )
+  }
+  ps.forEach((panel, i) => {
+    const px = 10 + (i % cols) * pw
+    const py = top + Math.floor(i / cols) * ph
+    const chartTop = py + 38
+    const chartH = ph - 78
+    const baseY = chartTop + chartH
+    s.push(`<text x="${px + 4}" y="${py + 16}" font-size="12" font-weight="bold">${esc(panel.title)}</text>`)
+    s.push(`<line x1="${px + 4}" y1="${baseY}" x2="${px + pw - 14}" y2="${baseY}" stroke="#888"/>`)
+    const max = Math.max(...panel.values.map((v) => (Number.isFinite(v.value) ? v.value : 0)), 1e-9)
+    const slot = (pw - 24) / Math.max(1, panel.values.length)
+    const bw = Math.min(44, slot * 0.6)
+    panel.values.forEach((v, j) => {
+      const value = Number.isFinite(v.value) ? v.value : 0
+      const h = Math.max(value > 0 ? 1 : 0, (value / max) * chartH)
+      const bx = px + 8 + j * slot + (slot - bw) / 2
+      s.push(
+        `<rect x="${bx.toFixed(1)}" y="${(baseY - h).toFixed(1)}" width="${bw.toFixed(1)}" height="${h.toFixed(1)}" fill="${color(v.variant)}"><title>${esc(v.variant)}: ${esc(fmt(v.value))} ${esc(panel.unit)}</title></rect>`,
+      )
+      s.push(
+        `<text x="${(bx + bw / 2).toFixed(1)}" y="${(baseY - h - 4).toFixed(1)}" font-size="11" text-anchor="middle">${esc(fmt(v.value))}</text>`,
+      )
+    })
+    s.push(`<text x="${px + 4}" y="${baseY + 16}" font-size="10" fill="#555">${esc(panel.unit)}</text>`)
+  })
+  s.push('</svg>')
+  return s.join('\n') + '\n'
+}

@@ -1,0 +1,510 @@
+// The four scenarios of the benchmark (issue 3), each run against every
+// provider variant on the same OpenBao. Every scenario starts a fresh provider
+// process, so each one is cold at its start.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../src/package-info.js'
+import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
+import { attributesFor, failures, makePods, mountMany, percentile, type ManyCall, type SpcObject } from './load.js'
+import { startProviderUnderTest, type ProviderUnderTest } from './providers.js'
+import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
+import type { World } from './world.js'
+
+export interface Variant {
+  /** e.g. "ours (pod)", "ours (serviceaccount)", "reference" */
+  label: string
+  kind: 'ours' | 'reference'
+  args: string[]
+}
+
+export interface Context {
+  world: World
+  dir: string
+  log: (msg: string) => void
+  /** Every start-up time seen, per variant label (ms). */
+  startups: Record<string, number[]>
+  /** Where CPU profiles of our provider go (--profile), else undefined. */
+  profileDir: string | undefined
+}
+
+export interface Failed {
+  variant: string
+  error: string
+}
+
+const SMALL_KV: SpcObject[] = [1, 2, 3, 4, 5].map((i) => ({
+  objectName: `kv-${i}`,
+  secretPath: `secret/data/bench/small-${i}`,
+  secretKey: 'value',
+}))
+
+const BIG_KV: SpcObject[] = Array.from({ length: 10 }, (_, i) => ({
+  objectName: `big-${i + 1}`,
+  secretPath: `secret/data/bench/big-${i + 1}`,
+  secretKey: 'value',
+}))
+
+const CHURN_OBJECTS: SpcObject[] = [
+  { objectName: 'db-username', secretPath: 'database/creds/app', secretKey: 'username' },
+  { objectName: 'db-password', secretPath: 'database/creds/app', secretKey: 'password' },
+  {
+    objectName: 'tls.crt',
+    secretPath: 'pki/issue/app',
+    method: 'PUT',
+    secretKey: 'certificate',
+    secretArgs: { common_name: 'app.bench.test', ttl: '24h' },
+  },
+  {
+    objectName: 'tls.key',
+    secretPath: 'pki/issue/app',
+    method: 'PUT',
+    secretKey: 'private_key',
+    secretArgs: { common_name: 'app.bench.test', ttl: '24h' },
+  },
+  ...SMALL_KV.slice(0, 3),
+]
+
+function hmacGets(world: World): number {
+  return world.kube.calls.filter((c) => c.method === 'GET' && c.path.includes('/secrets/')).length
+}
+
+/**
+ * The V8 flags the image runs the daemon with (the Dockerfile's ENTRYPOINT, between `node` and
+ * the script), so footprint figures are those of production. BENCH_NODE_FLAGS overrides them.
+ */
+function productionNodeFlags(): string[] {
+  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
+  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
+  if (!m) return []
+  const argv = JSON.parse(m[1]!) as string[]
+  return argv.slice(1).filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
+}
+const PRODUCTION_NODE_FLAGS = productionNodeFlags()
+
+async function startProvider(ctx: Context, v: Variant, tag: string): Promise<ProviderUnderTest> {
+  const { world } = ctx
+  const p = await startProviderUnderTest({
+    label: `${v.label} ${tag}`,
+    kind: v.kind,
+    dir: ctx.dir,
+    vaultAddr: world.bao.addr,
+    kubeHost: '127.0.0.1',
+    kubePort: world.kubeTls.port,
+    saDir: world.saDir,
+    args: v.args,
+    nodeArgs:
+      v.kind !== 'ours'
+        ? []
+        : [
+            ...PRODUCTION_NODE_FLAGS,
+            ...(ctx.profileDir !== undefined
+              ? [
+                  '--cpu-prof',
+                  `--cpu-prof-dir=${ctx.profileDir}`,
+                  `--cpu-prof-name=${`${v.label}-${tag}`.replace(/[^a-z0-9]+/gi, '-')}.cpuprofile`,
+                ]
+              : []),
+          ],
+  })
+  ;(ctx.startups[v.label] ??= []).push(p.startupMs)
+  return p
+}
+
+async function withProvider<T>(
+  ctx: Context,
+  v: Variant,
+  tag: string,
+  fn: (p: ProviderUnderTest) => Promise<T>,
+): Promise<T> {
+  const p = await startProvider(ctx, v, tag)
+  try {
+    return await fn(p)
+  } finally {
+    await p.stop()
+  }
+}
+
+async function settleAudit(): Promise<void> {
+  // OpenBao writes the audit entry before answering; a short pause covers requests a
+  // provider sends right after a Mount returns (e.g. a background revocation).
+  await new Promise((r) => setTimeout(r, 300))
+}
+
+// ------------------------------------------------------------------ 1. rollout storm
+export interface StormResult {
+  variant: string
+  pods: number
+  ok: number
+  failed: number
+  sampleError: string | undefined
+  /** From the first Mount's start to the last one's end (incl. the driver's file writes). */
+  wallMs: number
+  mountP50Ms: number
+  mountMaxMs: number
+  counts: VaultCounts
+  hmacGets: number
+  /** Every run (the reported one is the median by completion time). */
+  runs?: Array<{ wallMs: number; logins: number; kvReads: number; failed: number }>
+}
+
+/** The run with the median completion time, with every run's time attached. */
+export function medianStorm(runs: StormResult[]): StormResult {
+  const sorted = [...runs].sort((a, b) => a.wallMs - b.wallMs)
+  const m = sorted[Math.floor((sorted.length - 1) / 2)]!
+  return {
+    ...m,
+    runs: runs.map((r) => ({ wallMs: r.wallMs, logins: r.counts.logins, kvReads: r.counts.kvReads, failed: r.failed })),
+  }
+}
+
+export async function runStorm(
+  ctx: Context,
+  v: Variant,
+  pods: number,
+  objects = SMALL_KV,
+  tag = 'storm',
+): Promise<StormResult> {
+  return withProvider(ctx, v, tag, async (p) => {
+    const podList = await makePods(ctx.dir, `${tag}-${v.kind}-${Date.now()}`, pods, ctx.world.podJwt)
+    const calls = podList.map((pod) => ({ target: pod.target, attributes: attributesFor(pod, objects) }))
+    const before = await auditSize(ctx.world.auditFile)
+    const kubeBefore = hmacGets(ctx.world)
+    ctx.log(`${tag}: ${v.label}: ${pods} pods mount ${objects.length} objects at once`)
+    const out = await mountMany(p.socketDir, calls, pods, ctx.dir)
+    await settleAudit()
+    const { counts } = await countAuditSince(ctx.world.auditFile, before)
+    const f = failures(out)
+    const rpc = out.results.map((r) => r.rpcMs)
+    return {
+      variant: v.label,
+      pods,
+      ok: out.results.length - f.count,
+      failed: f.count,
+      sampleError: f.sample,
+      wallMs: out.wallMs,
+      mountP50Ms: percentile(rpc, 50),
+      mountMaxMs: Math.max(...rpc),
+      counts,
+      hmacGets: hmacGets(ctx.world) - kubeBefore,
+    }
+  })
+}
+
+// ------------------------------------------------------------------ 2. republish churn
+export interface ChurnRound {
+  round: number
+  ok: number
+  failed: number
+  wallMs: number
+  /** How late the round started against its simulated-minute slot (0 when on time). */
+  lateMs: number
+  counts: VaultCounts
+}
+
+export interface ChurnResult {
+  variant: string
+  pods: number
+  rounds: ChurnRound[]
+  total: VaultCounts
+  loginsAfterFirstRound: number
+  failed: number
+  sampleError: string | undefined
+  hmacGets: number
+  minuteSec: number
+}
+
+export async function runChurn(
+  ctx: Context,
+  v: Variant,
+  pods: number,
+  rounds: number,
+  minuteSec: number,
+): Promise<ChurnResult> {
+  return withProvider(ctx, v, 'churn', async (p) => {
+    const podList = await makePods(ctx.dir, `churn-${v.kind}-${Date.now()}`, pods, ctx.world.podJwt)
+    // Each pod keeps its token across rounds: kubelet reuses a service-account token until
+    // 80% of its lifetime (1 h here), far beyond ten minutes.
+    const calls = podList.map((pod) => ({ target: pod.target, attributes: attributesFor(pod, CHURN_OBJECTS) }))
+    const kubeBefore = hmacGets(ctx.world)
+    const start = Date.now()
+    const out: ChurnRound[] = []
+    let failed = 0
+    let sampleError: string | undefined
+    let offset = await auditSize(ctx.world.auditFile)
+    for (let r = 0; r < rounds; r++) {
+      const slot = start + r * minuteSec * 1000
+      const wait = slot - Date.now()
+      if (wait > 0) await new Promise((res) => setTimeout(res, wait))
+      const lateMs = Math.max(0, Date.now() - slot)
+      const res = await mountMany(p.socketDir, calls, pods, ctx.dir)
+      await settleAudit()
+      const counted = await countAuditSince(ctx.world.auditFile, offset)
+      offset = counted.offset
+      const f = failures(res)
+      failed += f.count
+      sampleError ??= f.sample
+      out.push({
+        round: r + 1,
+        ok: res.results.length - f.count,
+        failed: f.count,
+        wallMs: res.wallMs,
+        lateMs,
+        counts: counted.counts,
+      })
+      ctx.log(
+        `churn: ${v.label}: round ${r + 1}/${rounds}: ${res.wallMs.toFixed(0)} ms, logins ${counted.counts.logins}, ` +
+          `db creds ${counted.counts.dbCreds}, certs ${counted.counts.certs}, kv reads ${counted.counts.kvReads}` +
+          (f.count > 0 ? `, ${f.count} failed (${f.sample ?? ''})` : ''),
+      )
+    }
+    const total = out.reduce((acc, r) => addCounts(acc, r.counts), emptyCounts())
+    return {
+      variant: v.label,
+      pods,
+      rounds: out,
+      total,
+      loginsAfterFirstRound: out.slice(1).reduce((n, r) => n + r.counts.logins, 0),
+      failed,
+      sampleError,
+      hmacGets: hmacGets(ctx.world) - kubeBefore,
+      minuteSec,
+    }
+  })
+}
+
+// ------------------------------------------------------------------ 3. latency
+export interface LatencyLevel {
+  concurrency: number
+  mounts: number
+  failed: number
+  sampleError: string | undefined
+  mountP50Ms: number
+  mountP99Ms: number
+  vaultP50Ms: number
+  vaultP99Ms: number
+  overheadP50Ms: number
+  overheadP99Ms: number
+  /** Mean time per Mount inside Kubernetes API calls (the HMAC Secret GET), overlapping its window. */
+  kubeMeanMs: number
+  /** Vault requests per Mount. */
+  vaultCallsPerMount: number
+  mountsPerSec: number
+}
+
+export interface LatencyResult {
+  variant: string
+  levels: LatencyLevel[]
+}
+
+interface LatencySetup {
+  v: Variant
+  p: ProviderUnderTest
+  proxies: TimingProxy[]
+  attrs: string[]
+  targets: string[]
+}
+
+interface Samples {
+  mountMs: number[]
+  vaultMs: number[]
+  overMs: number[]
+  kubeTotal: number
+  vaultCalls: number
+  mounts: number
+  failed: number
+  sampleError: string | undefined
+  wallMs: number
+}
+
+const LATENCY_PODS = 8
+/** Each level's Mounts are split into (at most) this many blocks; the variants take turns block by block. */
+const LATENCY_BLOCKS = 4
+
+async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
+  const proxies: TimingProxy[] = []
+  let p: ProviderUnderTest | undefined
+  try {
+    for (let i = 0; i < LATENCY_PODS; i++) proxies.push(await startTimingProxy(ctx.world.bao.addr))
+    p = await startProvider(ctx, v, 'latency')
+    const pods = await makePods(ctx.dir, `latency-${v.kind}-${Date.now()}`, LATENCY_PODS, ctx.world.podJwt)
+    const attrs = pods.map((pod, i) => attributesFor(pod, SMALL_KV, { vaultAddress: proxies[i]!.url }))
+    const targets = pods.map((pod) => pod.target)
+    // Warm-up: every pod logs in once and every object is read once.
+    const warm = await mountMany(
+      p.socketDir,
+      pods.map((pod, i) => ({ target: pod.target, attributes: attrs[i]! })),
+      LATENCY_PODS,
+      ctx.dir,
+    )
+    const wf = failures(warm)
+    if (wf.count > 0) throw new Error(`warm-up: ${wf.count} Mounts failed: ${wf.sample ?? ''}`)
+    return { v, p, proxies, attrs, targets }
+  } catch (err) {
+    await p?.stop()
+    for (const px of proxies) await px.close()
+    throw err
+  }
+}
+
+/**
+ * Vault time is measured from the outside: each of the 8 pods names its own timing proxy
+ * in front of OpenBao as `vaultAddress`, so every Vault request is attributed to exactly one
+ * pod, and (one Mount per pod at a time) to exactly one Mount. Provider overhead = Mount RPC
+ * time − the union of that pod's Vault request intervals inside the Mount.
+ *
+ * All variants run side by side (each its own provider process, pods and proxies) and take
+ * turns block by block (ABBA order), so a change in the machine's background load during the
+ * run hits them alike.
+ */
+export async function runLatency(
+  ctx: Context,
+  variants: Variant[],
+  mountsPerLevel: number,
+): Promise<{ results: LatencyResult[]; failures: Failed[] }> {
+  const setups: LatencySetup[] = []
+  const failed: Failed[] = []
+  try {
+    for (const v of variants) {
+      try {
+        setups.push(await setUpLatency(ctx, v))
+      } catch (err) {
+        failed.push({ variant: `latency: ${v.label}`, error: err instanceof Error ? err.message : String(err) })
+      }
+    }
+    const levels = new Map<string, LatencyLevel[]>(setups.map((s) => [s.v.label, []]))
+    for (const c of [1, 8]) {
+      const samples = new Map<string, Samples>(
+        setups.map((s) => [
+          s.v.label,
+          {
+            mountMs: [],
+            vaultMs: [],
+            overMs: [],
+            kubeTotal: 0,
+            vaultCalls: 0,
+            mounts: 0,
+            failed: 0,
+            sampleError: undefined,
+            wallMs: 0,
+          },
+        ]),
+      )
+      // Exactly mountsPerLevel Mounts, in blocks of at least c so that every block runs at concurrency c.
+      const blocks = Math.max(1, Math.min(LATENCY_BLOCKS, Math.floor(mountsPerLevel / c)))
+      ctx.log(
+        `latency: ${setups.map((s) => s.v.label).join(', ')}: ${mountsPerLevel} Mounts each at concurrency ${c}, ${blocks} block(s)`,
+      )
+      for (let b = 0; b < blocks; b++) {
+        const size = Math.floor((mountsPerLevel * (b + 1)) / blocks) - Math.floor((mountsPerLevel * b) / blocks)
+        const order = b % 2 === 0 ? setups : [...setups].reverse()
+        for (const s of order) await latencyBlock(ctx, s, c, size, samples.get(s.v.label)!)
+      }
+      for (const s of setups) {
+        const x = samples.get(s.v.label)!
+        const okN = x.mountMs.length
+        levels.get(s.v.label)!.push({
+          concurrency: c,
+          mounts: x.mounts,
+          failed: x.failed,
+          sampleError: x.sampleError,
+          mountP50Ms: percentile(x.mountMs, 50),
+          mountP99Ms: percentile(x.mountMs, 99),
+          vaultP50Ms: percentile(x.vaultMs, 50),
+          vaultP99Ms: percentile(x.vaultMs, 99),
+          overheadP50Ms: percentile(x.overMs, 50),
+          overheadP99Ms: percentile(x.overMs, 99),
+          kubeMeanMs: okN > 0 ? x.kubeTotal / okN : NaN,
+          vaultCallsPerMount: okN > 0 ? x.vaultCalls / okN : NaN,
+          mountsPerSec: x.mounts / (x.wallMs / 1000),
+        })
+      }
+    }
+    return { results: setups.map((s) => ({ variant: s.v.label, levels: levels.get(s.v.label)! })), failures: failed }
+  } finally {
+    for (const s of setups) {
+      await s.p.stop()
+      for (const px of s.proxies) await px.close()
+    }
+  }
+}
+
+async function latencyBlock(ctx: Context, s: LatencySetup, c: number, count: number, x: Samples): Promise<void> {
+  for (const px of s.proxies) px.calls.length = 0
+  const kubeFrom = ctx.world.kubeTls.calls.length
+  const calls: ManyCall[] = Array.from({ length: count }, (_, i) => ({
+    target: s.targets[i % c]!,
+    attributes: s.attrs[i % c]!,
+  }))
+  const out = await mountMany(s.p.socketDir, calls, c, ctx.dir)
+  const f = failures(out)
+  x.failed += f.count
+  x.sampleError ??= f.sample
+  x.mounts += out.results.length
+  x.wallMs += out.wallMs
+  const kubeCalls = ctx.world.kubeTls.calls.slice(kubeFrom)
+  for (const r of out.results) {
+    if (!r.ok) continue
+    const from = r.rpcStartUnixMs
+    const to = from + r.rpcMs
+    const px = s.proxies[r.index % c]!
+    const inside = px.calls.filter((y) => y.endMs > from && y.startMs < to)
+    x.vaultCalls += inside.length
+    const vms = busyMs(inside, from, to)
+    x.mountMs.push(r.rpcMs)
+    x.vaultMs.push(vms)
+    x.overMs.push(r.rpcMs - vms)
+    x.kubeTotal += busyMs(kubeCalls, from, to)
+  }
+}
+
+// ------------------------------------------------------------------ 4. footprint
+export interface FootprintResult {
+  variant: string
+  startupMs: number
+  idleRssKiB: number
+  peakRssKiB: number
+  afterStormRssKiB: number
+  storm: StormResult
+}
+
+export async function runFootprint(ctx: Context, v: Variant, pods: number): Promise<FootprintResult> {
+  const label = v.label
+  let startupMs = NaN
+  let idleRssKiB = NaN
+  let peakRssKiB = NaN
+  let afterStormRssKiB = NaN
+  // The storm of this scenario runs inside its own provider start so that VmHWM covers it.
+  const storm = await withProvider(ctx, v, 'footprint', async (p) => {
+    startupMs = p.startupMs
+    await new Promise((r) => setTimeout(r, 2000))
+    idleRssKiB = (await p.memory()).rssKiB
+    const podList = await makePods(ctx.dir, `footprint-${v.kind}-${Date.now()}`, pods, ctx.world.podJwt)
+    const calls = podList.map((pod) => ({ target: pod.target, attributes: attributesFor(pod, BIG_KV) }))
+    const before = await auditSize(ctx.world.auditFile)
+    ctx.log(
+      `footprint: ${label}: idle RSS ${(idleRssKiB / 1024).toFixed(1)} MiB; ${pods} pods x 10 files of 10 KiB at once`,
+    )
+    const out = await mountMany(p.socketDir, calls, pods, ctx.dir)
+    const mem = await p.memory()
+    peakRssKiB = mem.hwmKiB
+    afterStormRssKiB = mem.rssKiB
+    await settleAudit()
+    const { counts } = await countAuditSince(ctx.world.auditFile, before)
+    const f = failures(out)
+    const rpc = out.results.map((r) => r.rpcMs)
+    return {
+      variant: label,
+      pods,
+      ok: out.results.length - f.count,
+      failed: f.count,
+      sampleError: f.sample,
+      wallMs: out.wallMs,
+      mountP50Ms: percentile(rpc, 50),
+      mountMaxMs: Math.max(...rpc),
+      counts,
+      hmacGets: 0,
+    } satisfies StormResult
+  })
+  return { variant: label, startupMs, idleRssKiB, peakRssKiB, afterStormRssKiB, storm }
+}

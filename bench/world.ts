@@ -1,0 +1,238 @@
+// Everything the providers talk to, started once per benchmark run and shared
+// by both providers: a real OpenBao (dev mode, file audit device, `jwt` auth),
+// a real PostgreSQL behind OpenBao's database engine, a PKI engine, the KV
+// values of every scenario, and the Kubernetes API stand-in (Secret GET for
+// the HMAC key) behind an HTTPS front with a self-signed certificate.
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../test/support/jwt.js'
+import { startKubeApi, type KubeApi } from '../test/support/kube-api.js'
+import { startOpenBao, type OpenBao } from '../test/support/openbao.js'
+import { configurePostgresSecretsEngine, startPostgres, type Postgres } from '../test/support/postgres.js'
+import { startTimingProxy, type TimingProxy } from './proxy.js'
+
+export const NAMESPACE = 'bench'
+export const SERVICE_ACCOUNT = 'app'
+export const AUTH_MOUNT = 'jwt'
+export const ROLE = 'bench'
+export const HMAC_SECRET_NAME = 'vault-csi-provider-hmac-key'
+/** Provider's own namespace (where the HMAC Secret lives). */
+export const PROVIDER_NAMESPACE = 'csi'
+
+/**
+ * Time-to-live choices. The churn scenario compresses time (one simulated
+ * minute = a few real seconds) but keeps these production-like TTLs unscaled:
+ * ten simulated minutes end far before two thirds of any of them, in simulated
+ * and in real time alike, so the counts equal those of an uncompressed run.
+ */
+export const TTL = { token: '1h', dbCreds: '1h', dbMax: '24h', cert: '24h', pkiMax: '72h' }
+
+export interface World {
+  bao: OpenBao
+  auditFile: string
+  pg: Postgres | undefined
+  kube: KubeApi
+  /** HTTPS front of the Kubernetes API stand-in (what KUBERNETES_SERVICE_HOST/PORT name). */
+  kubeTls: TimingProxy
+  /** Directory with the provider's fake service-account files: token, namespace, ca.crt. */
+  saDir: string
+  dir: string
+  podJwt(podName: string, podUid: string): string
+  stop(): Promise<void>
+}
+
+function run(cmd: string, args: string[]): Promise<string> {
+  return new Promise((res, rej) =>
+    execFile(cmd, args, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? rej(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`)) : res(stdout),
+    ),
+  )
+}
+
+function must(what: string, res: { status: number; body: unknown }): void {
+  if (res.status < 200 || res.status >= 300) throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
+}
+
+/** A self-signed certificate for 127.0.0.1 (the API server stand-in's HTTPS front), made by openssl. */
+async function selfSigned(dir: string): Promise<{ key: string; cert: string; certPath: string }> {
+  const keyPath = join(dir, 'kube-api.key')
+  const certPath = join(dir, 'kube-api.crt')
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=kube-apiserver-stand-in',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
+  ])
+  return { key: await readFile(keyPath, 'utf8'), cert: await readFile(certPath, 'utf8'), certPath }
+}
+
+export interface WorldOptions {
+  /** Start PostgreSQL and the database engine (churn scenario). */
+  database: boolean
+  log: (msg: string) => void
+}
+
+export async function startWorld(o: WorldOptions): Promise<World> {
+  const dir = await mkdtemp(join(tmpdir(), 'vcp-bench-'))
+  const auditFile = join(dir, 'audit.log')
+  const stack: Array<() => Promise<void>> = []
+  const stopAll = async (): Promise<void> => {
+    while (stack.length > 0) await stack.pop()!().catch(() => undefined)
+    await rm(dir, { recursive: true, force: true })
+  }
+  try {
+    o.log('starting OpenBao (dev mode, file audit device)')
+    const bao = await startOpenBao({ auditFile })
+    stack.push(() => bao.stop())
+
+    await configureJwtAuth(bao, AUTH_MOUNT)
+    await bao.writePolicy(
+      'bench',
+      [
+        'path "secret/data/*" { capabilities = ["read"] }',
+        'path "database/creds/app" { capabilities = ["read"] }',
+        'path "pki/issue/app" { capabilities = ["create", "update"] }',
+      ].join('\n'),
+    )
+    await createJwtRole(bao, AUTH_MOUNT, ROLE, {
+      policies: ['bench'],
+      boundAudiences: ['vault'],
+      boundSubject: `system:serviceaccount:${NAMESPACE}:${SERVICE_ACCOUNT}`,
+      ttl: TTL.token,
+    })
+
+    // PKI: EC P-256 keys, so that issuing 1,100 certificates does not turn the run into an RSA
+    // key-generation benchmark on two cores; the same for both providers.
+    await bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '87600h' } })
+    must(
+      'pki root',
+      await bao.api('POST', '/v1/pki/root/generate/internal', {
+        common_name: 'Bench Root',
+        ttl: '87600h',
+        key_type: 'ec',
+        key_bits: 256,
+      }),
+    )
+    must(
+      'pki role',
+      await bao.api('POST', '/v1/pki/roles/app', {
+        allowed_domains: ['bench.test'],
+        allow_subdomains: true,
+        key_type: 'ec',
+        key_bits: 256,
+        max_ttl: TTL.pkiMax,
+        no_store: false,
+      }),
+    )
+
+    // KV values: storm/latency (5 small values) and footprint (10 values of 10 KiB).
+    for (let i = 1; i <= 5; i++) {
+      must(
+        `kv small ${i}`,
+        await bao.api('POST', `/v1/secret/data/bench/small-${i}`, {
+          data: { value: `value-${i}-${randomBytes(8).toString('hex')}` },
+        }),
+      )
+    }
+    for (let i = 1; i <= 10; i++) {
+      must(
+        `kv big ${i}`,
+        await bao.api('POST', `/v1/secret/data/bench/big-${i}`, {
+          data: { value: randomBytes(5 * 1024).toString('hex') },
+        }),
+      )
+    }
+
+    let pg: Postgres | undefined
+    if (o.database) {
+      o.log('starting PostgreSQL and the database secrets engine')
+      pg = await startPostgres()
+      stack.push(() => pg!.stop())
+      await configurePostgresSecretsEngine(bao, pg, { role: 'app', defaultTtl: TTL.dbCreds, maxTtl: TTL.dbMax })
+    }
+
+    o.log('starting the Kubernetes API stand-in (HTTPS front, self-signed certificate by openssl)')
+    const kube = await startKubeApi()
+    stack.push(() => kube.close())
+    const tls = await selfSigned(dir)
+    const kubeTls = await startTimingProxy(kube.url, { tls })
+    stack.push(() => kubeTls.close())
+    // The HMAC key Secret exists beforehand (as after the first node created it), so both
+    // providers read the same key and neither races to create it.
+    kube.secrets.set(`${PROVIDER_NAMESPACE}/${HMAC_SECRET_NAME}`, { key: randomBytes(32).toString('base64') })
+
+    const saDir = join(dir, 'serviceaccount')
+    await run('mkdir', ['-p', saDir])
+    await writeFile(join(saDir, 'ca.crt'), tls.cert)
+    await writeFile(join(saDir, 'namespace'), PROVIDER_NAMESPACE)
+    // The stand-in does not check the provider's own token; any JWT-shaped string works.
+    await writeFile(
+      join(saDir, 'token'),
+      signServiceAccountJwt({
+        namespace: PROVIDER_NAMESPACE,
+        serviceAccount: 'vault-csi-provider',
+        podName: 'vault-csi-provider-node',
+        podUid: 'provider',
+        audience: 'https://kubernetes.default.svc',
+        expiresInSec: 24 * 3600,
+      }),
+    )
+
+    // Warm OpenBao up (first logins and reads of a fresh server are slower), so that the
+    // variant that happens to run first is not penalised. Before any scenario: not counted.
+    for (let i = 0; i < 10; i++) {
+      const jwt = signServiceAccountJwt({
+        namespace: NAMESPACE,
+        serviceAccount: SERVICE_ACCOUNT,
+        podName: `warm-up-${i}`,
+        podUid: `warm-up-${i}`,
+        audience: 'vault',
+      })
+      const login = await bao.api('POST', `/v1/auth/${AUTH_MOUNT}/login`, { jwt, role: ROLE }, { token: '' })
+      must('warm-up login', login)
+      const token = (login.body as { auth: { client_token: string } }).auth.client_token
+      for (let k = 1; k <= 5; k++)
+        must('warm-up read', await bao.api('GET', `/v1/secret/data/bench/small-${k}`, undefined, { token }))
+      must('warm-up revoke', await bao.api('POST', '/v1/auth/token/revoke-self', undefined, { token }))
+    }
+
+    return {
+      bao,
+      auditFile,
+      pg,
+      kube,
+      kubeTls,
+      saDir,
+      dir,
+      podJwt: (podName, podUid) =>
+        signServiceAccountJwt({
+          namespace: NAMESPACE,
+          serviceAccount: SERVICE_ACCOUNT,
+          podName,
+          podUid,
+          audience: 'vault',
+          expiresInSec: 3600,
+        }),
+      stop: stopAll,
+    }
+  } catch (err) {
+    await stopAll()
+    throw err
+  }
+}

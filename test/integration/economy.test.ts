@@ -1,0 +1,172 @@
+// What the provider costs Vault: one login per identity, token renewal,
+// reuse of leased and issued secrets per pod, coalesced reads, revocation of
+// idle identities. Counted from OpenBao's own audit log.
+import { X509Certificate } from 'node:crypto'
+import t from 'tap'
+import { DEFAULT_POLICY, Fixture, JWT_MOUNT } from '../support/fixture.js'
+import { createJwtRole } from '../support/jwt.js'
+import { findLeaks } from '../support/leaks.js'
+import { configurePostgresSecretsEngine, startPostgres } from '../support/postgres.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+type AuditEntry = { type?: string; request?: { path?: string; operation?: string } }
+
+async function auditCount(fx: Fixture, file: string, match: (path: string) => boolean): Promise<number> {
+  const entries = (await fx.bao.readAuditLog(file)) as AuditEntry[]
+  return entries.filter((e) => e.type === 'response' && match(e.request?.path ?? '')).length
+}
+
+const KV = [{ objectName: 'v', secretPath: 'secret/data/eco', secretKey: 'value' }]
+
+t.test('tokens: one login under 50 concurrent Mounts, renewal before expiry, revocation when idle', async (t) => {
+  const fx = await Fixture.start({ args: ['-identity-idle-timeout=7s'] })
+  t.teardown(() => fx.stop())
+  const audit = await fx.bao.enableFileAudit()
+  await fx.kvPut('eco', { value: 'economy-secret-9' })
+  const logins = (): Promise<number> => auditCount(fx, audit, (p) => p === 'auth/jwt/login')
+
+  const busy = { name: 'busy', uid: 'uid-busy' }
+  const results = await Promise.all(Array.from({ length: 50 }, () => fx.mount({ pod: busy, params: { objects: KV } })))
+  t.equal(results.filter((r) => r.result.ok).length, 50, 'all 50 Mounts succeed')
+  t.equal(await logins(), 1, 'one login for 50 concurrent Mounts of one pod')
+
+  await createJwtRole(fx.bao, JWT_MOUNT, 'short', {
+    policies: [DEFAULT_POLICY],
+    boundAudiences: ['vault'],
+    ttl: '6s',
+    maxTtl: '120s',
+  })
+  const pod = { name: 'short-lived-token', uid: 'uid-short' }
+  const first = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
+  t.ok(first.result.ok, first.result.message)
+  // Past two thirds of the 6 s TTL, before it ends: the token in use is renewed, not replaced.
+  await sleep(4500)
+  const again = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
+  t.ok(again.result.ok, again.result.message)
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/renew-self'), 1, 'renewed once')
+  t.equal(await logins(), 2, 'no new login for the renewed identity')
+
+  // Not seen for the idle time (7 s): revoked and forgotten.
+  await sleep(9500)
+  // The busy pod's 1 h token is revoked; the 6 s one has expired by itself, nothing to revoke.
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/revoke-self'), 1, 'the idle live token revoked')
+  const later = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
+  t.ok(later.result.ok, later.result.message)
+  t.equal(await logins(), 3, 'a new login after revocation')
+  t.same(findLeaks(await fx.provider.logs(), ['economy-secret-9', ...fx.issuedJwts]), [])
+})
+
+t.test('static reads: a rotated KV value shows at the next Mount; identical concurrent reads coalesce', async (t) => {
+  const fx = await Fixture.start({ args: ['-identity-scope=serviceaccount'] })
+  t.teardown(() => fx.stop())
+  const audit = await fx.bao.enableFileAudit()
+  await fx.kvPut('eco', { value: 'one' })
+  const first = await fx.mount({ params: { objects: KV } })
+  t.equal(first.files.get('v')?.bytes.toString(), 'one')
+  await fx.kvPut('eco', { value: 'two' })
+  const second = await fx.mount({ params: { objects: KV } })
+  t.equal(second.files.get('v')?.bytes.toString(), 'two', 'default freshness 0: rotation visible at once')
+
+  const before = await auditCount(fx, audit, (p) => p === 'secret/data/eco')
+  const storm = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      fx.mount({ pod: { name: `p-${i}`, uid: `uid-${i}` }, params: { objects: KV } }),
+    ),
+  )
+  t.equal(storm.filter((r) => r.result.ok).length, 20)
+  const reads = (await auditCount(fx, audit, (p) => p === 'secret/data/eco')) - before
+  t.ok(reads < 20, `20 pods of one service account caused ${reads} reads (coalesced)`)
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/jwt/login'), 1, 'one login for the service account')
+})
+
+t.test('serviceaccount scope never shares between two service accounts', async (t) => {
+  const fx = await Fixture.start({ args: ['-identity-scope=serviceaccount'] })
+  t.teardown(() => fx.stop())
+  const audit = await fx.bao.enableFileAudit()
+  await createJwtRole(fx.bao, JWT_MOUNT, 'any-sa', { policies: [DEFAULT_POLICY], boundAudiences: ['vault'] })
+  await fx.kvPut('eco', { value: 'x' })
+  const a = await fx.mount({ pod: { serviceAccount: 'sa-a' }, params: { objects: KV, roleName: 'any-sa' } })
+  const b = await fx.mount({ pod: { serviceAccount: 'sa-b' }, params: { objects: KV, roleName: 'any-sa' } })
+  t.ok(a.result.ok && b.result.ok)
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/jwt/login'), 2, 'each service account logs in itself')
+})
+
+t.test('leased and issued secrets are reused per pod until their renewal point', async (t) => {
+  const pg = await startPostgres()
+  const fx = await Fixture.start()
+  t.teardown(async () => {
+    await fx.stop()
+    await pg.stop()
+  })
+  const audit = await fx.bao.enableFileAudit()
+  await configurePostgresSecretsEngine(fx.bao, pg, { role: 'app', defaultTtl: '6s', maxTtl: '8s' })
+  await fx.bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '24h' } })
+  await fx.bao.api('POST', '/v1/pki/root/generate/internal', { common_name: 'Eco Root', ttl: '24h', key_type: 'ec' })
+  await fx.bao.api('POST', '/v1/pki/roles/web', {
+    allowed_domains: ['example.test'],
+    allow_subdomains: true,
+    key_type: 'ec',
+    max_ttl: '1h',
+  })
+  await fx.bao.writePolicy(
+    DEFAULT_POLICY,
+    'path "secret/*" { capabilities = ["read"] }\npath "database/creds/app" { capabilities = ["read"] }\npath "pki/issue/web" { capabilities = ["update"] }\npath "sys/leases/renew" { capabilities = ["update"] }',
+  )
+  const objects = [
+    { objectName: 'db-user', secretPath: 'database/creds/app', secretKey: 'username' },
+    { objectName: 'db-pass', secretPath: 'database/creds/app', secretKey: 'password' },
+    {
+      objectName: 'tls.crt',
+      secretPath: 'pki/issue/web',
+      method: 'PUT',
+      secretKey: 'certificate',
+      secretArgs: { common_name: 'a.example.test', ttl: '6s' },
+    },
+  ]
+  const pod = { name: 'db-pod', uid: 'uid-db' }
+  const serial = (files: Map<string, { bytes: Buffer }>): string =>
+    new X509Certificate(files.get('tls.crt')!.bytes).serialNumber
+
+  const m1 = await fx.mount({ pod, params: { objects } })
+  t.ok(m1.result.ok, m1.result.message)
+  const m2 = await fx.mount({ pod, params: { objects } })
+  t.equal(
+    m2.files.get('db-user')?.bytes.toString(),
+    m1.files.get('db-user')?.bytes.toString(),
+    'same database user on re-mount',
+  )
+  t.equal(serial(m2.files), serial(m1.files), 'same certificate on re-mount')
+  t.equal(m2.result.objectVersions['tls.crt'], m1.result.objectVersions['tls.crt'], 'object version unchanged')
+
+  const other = await fx.mount({ pod: { name: 'db-pod-2', uid: 'uid-db-2' }, params: { objects } })
+  t.not(
+    other.files.get('db-user')?.bytes.toString(),
+    m1.files.get('db-user')?.bytes.toString(),
+    'another pod gets its own',
+  )
+
+  // Past two thirds of the lease (6 s): renewed, same user.
+  await sleep(4500)
+  const m3 = await fx.mount({ pod, params: { objects } })
+  t.ok(m3.result.ok, m3.result.message)
+  t.equal(
+    m3.files.get('db-user')?.bytes.toString(),
+    m1.files.get('db-user')?.bytes.toString(),
+    'lease renewed, same user',
+  )
+  t.not(serial(m3.files), serial(m1.files), 'certificate re-issued past two thirds of its validity')
+  t.ok((await auditCount(fx, audit, (p) => p === 'sys/leases/renew')) >= 1, 'the lease was renewed')
+
+  // Near the max TTL (8 s) a renewal would give too little: a new credential.
+  await sleep(2500)
+  const m4 = await fx.mount({ pod, params: { objects } })
+  t.ok(m4.result.ok, m4.result.message)
+  t.not(m4.files.get('db-user')?.bytes.toString(), m1.files.get('db-user')?.bytes.toString(), 're-issued near max TTL')
+  t.equal(
+    await auditCount(fx, audit, (p) => p === 'database/creds/app'),
+    3,
+    'three credentials: pod 1 twice, pod 2 once',
+  )
+  t.same(findLeaks(await fx.provider.logs(), [m1.files.get('db-pass')!.bytes.toString(), ...fx.issuedJwts]), [])
+})
