@@ -1,0 +1,98 @@
+import t from 'tap'
+import { grpcCodeName, ProviderMetrics, statusLabel } from '../../../src/observability/metrics.js'
+
+async function sample(
+  m: ProviderMetrics,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
+  const metric = await m.registry.getSingleMetric(name)?.get()
+  const v = metric?.values.find(
+    (x) =>
+      Object.entries(labels).every(([k, val]) => String((x.labels as Record<string, unknown>)[k]) === val) &&
+      (x as { metricName?: string }).metricName === undefined,
+  )
+  return v?.value
+}
+
+t.test('Mount outcome, duration and in-flight', async (t) => {
+  const m = new ProviderMetrics({ defaultMetrics: false })
+  m.mountStarted()
+  m.mountStarted()
+  t.equal(await sample(m, 'vault_csi_provider_mounts_in_flight'), 2)
+  m.mountFinished('success', 0, undefined, 12)
+  m.mountFinished('failure', 7, 'VAULT_PERMISSION_DENIED', 30)
+  t.equal(await sample(m, 'vault_csi_provider_mounts_in_flight'), 0)
+  t.equal(
+    await sample(m, 'vault_csi_provider_mounts_total', { outcome: 'success', grpc_code: 'OK', error_code: '' }),
+    1,
+  )
+  t.equal(
+    await sample(m, 'vault_csi_provider_mounts_total', {
+      outcome: 'failure',
+      grpc_code: 'PERMISSION_DENIED',
+      error_code: 'VAULT_PERMISSION_DENIED',
+    }),
+    1,
+  )
+  const text = await m.render()
+  t.match(text, /vault_csi_provider_mount_duration_seconds_sum\{outcome="success"\} 0\.012/)
+  t.match(text, /vault_csi_provider_mount_duration_seconds_count\{outcome="failure"\} 1/)
+  t.notMatch(text, /process_resident_memory_bytes/, 'default metrics off when asked')
+})
+
+t.test('Vault calls: requests, logins, token renewals', async (t) => {
+  const m = new ProviderMetrics({ defaultMetrics: false })
+  m.vaultCall({ operation: 'login', ok: true, status: undefined, durationMs: 5, description: 'POST auth/jwt/login' })
+  m.vaultCall({ operation: 'login', ok: false, status: 400, durationMs: 5, description: 'POST auth/jwt/login' })
+  m.vaultCall({ operation: 'read', ok: false, status: undefined, durationMs: 5, description: 'GET secret/data/x' })
+  m.vaultCall({
+    operation: 'renew',
+    ok: true,
+    status: undefined,
+    durationMs: 5,
+    description: 'POST auth/token/renew-self',
+  })
+  m.vaultCall({ operation: 'renew', ok: true, status: undefined, durationMs: 5, description: 'PUT sys/leases/renew' })
+  t.equal(await sample(m, 'vault_csi_provider_vault_logins_total', { outcome: 'success' }), 1)
+  t.equal(await sample(m, 'vault_csi_provider_vault_logins_total', { outcome: 'failure' }), 1)
+  t.equal(await sample(m, 'vault_csi_provider_vault_requests_total', { operation: 'login', status: '400' }), 1)
+  t.equal(await sample(m, 'vault_csi_provider_vault_requests_total', { operation: 'read', status: 'none' }), 1)
+  t.equal(
+    await sample(m, 'vault_csi_provider_vault_token_renewals_total', { outcome: 'success' }),
+    1,
+    'lease renewals are not token renewals',
+  )
+  t.equal(await sample(m, 'vault_csi_provider_vault_requests_total', { operation: 'renew', status: '2xx' }), 2)
+  const text = await m.render()
+  t.notMatch(text, /secret\/data\/x|auth\/jwt/, 'the request description never becomes a label')
+})
+
+t.test('cache and lease reuse counters exist from the start', async (t) => {
+  const m = new ProviderMetrics({ defaultMetrics: false })
+  t.equal(await sample(m, 'vault_csi_provider_cache_lookups_total', { cache: 'token', result: 'hit' }), 0)
+  m.cacheLookup('response', true)
+  m.leaseReuse(false)
+  t.equal(await sample(m, 'vault_csi_provider_cache_lookups_total', { cache: 'response', result: 'hit' }), 1)
+  t.equal(await sample(m, 'vault_csi_provider_lease_reuse_total', { result: 'miss' }), 1)
+})
+
+t.test('default metrics: RSS, fds, event-loop lag; two registries side by side', async (t) => {
+  const a = new ProviderMetrics()
+  const b = new ProviderMetrics()
+  const text = await a.render()
+  t.match(text, /process_resident_memory_bytes \d+/)
+  t.match(text, /process_open_fds \d+/)
+  t.match(text, /nodejs_eventloop_lag_seconds /)
+  t.match(await b.render(), /vault_csi_provider_mounts_in_flight 0/)
+  t.match(a.contentType, /^text\/plain/)
+})
+
+t.test('labels', async (t) => {
+  t.equal(grpcCodeName(0), 'OK')
+  t.equal(grpcCodeName(14), 'UNAVAILABLE')
+  t.equal(grpcCodeName(999), 'UNKNOWN')
+  t.equal(statusLabel({ ok: true, status: undefined }), '2xx')
+  t.equal(statusLabel({ ok: false, status: 503 }), '503')
+  t.equal(statusLabel({ ok: false, status: undefined }), 'none')
+})
