@@ -61,6 +61,8 @@ export async function startProvider(opts: StartProviderOptions = {}): Promise<Pr
     PROVIDER_MAIN,
     `-endpoint=${socketPath}`,
     `-log-level=${opts.logLevel ?? 'trace'}`,
+    // Parallel test files must not fight over :8080; a test that needs the port passes its own.
+    ...((opts.args ?? []).some((a) => a.startsWith('-health-addr')) ? [] : ['-health-addr=127.0.0.1:0']),
     // An empty hmacKeyFile means: no key file, use the Kubernetes Secret.
     ...(opts.hmacKeyFile === '' ? [] : [`-hmac-key-file=${opts.hmacKeyFile ?? join(socketDir, 'hmac.key')}`]),
     ...(opts.args ?? []),

@@ -29,6 +29,12 @@ t.test('defaults', async (t) => {
     hmacKeyFile: undefined,
     cacheSize: 1000,
     mountTimeoutMs: DEFAULT_MOUNT_TIMEOUT_MS,
+    vaultAddrAllowlist: [],
+    maxResponseBytes: 4 * 1024 * 1024,
+    identityScope: 'pod',
+    staticFreshnessMs: 0,
+    shareDynamicSecrets: false,
+    identityIdleMs: 15 * 60_000,
     vault: {
       address: undefined,
       namespace: undefined,
@@ -107,6 +113,10 @@ t.test('every flag', async (t) => {
       '-kube-api-url=http://127.0.0.1:8001',
       '-kube-service-account-dir=/sa',
       '-version',
+      '-identity-scope=serviceaccount',
+      '-static-freshness=30s',
+      '-share-dynamic-secrets',
+      '-identity-idle-timeout=1h',
     ],
     {},
   )
@@ -118,6 +128,12 @@ t.test('every flag', async (t) => {
     hmacKeyFile: '/keys/hmac',
     cacheSize: 50,
     mountTimeoutMs: 90_000,
+    vaultAddrAllowlist: [],
+    maxResponseBytes: 4 * 1024 * 1024,
+    identityScope: 'serviceaccount',
+    staticFreshnessMs: 30_000,
+    shareDynamicSecrets: true,
+    identityIdleMs: 3_600_000,
     vault: {
       address: 'https://v:8200',
       namespace: 'ns1',
@@ -134,6 +150,15 @@ t.test('every flag', async (t) => {
     kube: { apiUrl: 'http://127.0.0.1:8001', serviceAccountDir: '/sa' },
     showVersion: true,
   } satisfies ProviderConfig)
+})
+
+t.test('-identity-scope', async (t) => {
+  t.equal(loadConfig([], {}).identityScope, 'pod')
+  t.equal(loadConfig(['-identity-scope=serviceaccount'], {}).identityScope, 'serviceaccount')
+  t.match(
+    configError(() => loadConfig(['-identity-scope=node'], {})).message,
+    /-identity-scope must be one of pod, serviceaccount/,
+  )
 })
 
 t.test('-debug and -log-level', async (t) => {
@@ -300,4 +325,23 @@ t.test('unknown flags, missing values and positionals are ConfigErrors', async (
     t.ok(err.message.length > 0)
   }
   t.match(configError(() => loadConfig(['-no-such-flag'], {})).message, 'no-such-flag')
+})
+
+t.test('-vault-addr-allowlist and -max-response-size', async (t) => {
+  t.same(loadConfig([], {}).vaultAddrAllowlist, [], 'default: no list, any address')
+  t.same(loadConfig(['-vault-addr-allowlist=https://a:8200, https://*.b.svc:8200,,'], {}).vaultAddrAllowlist, [
+    'https://a:8200',
+    'https://*.b.svc:8200',
+  ])
+  t.equal(loadConfig([], {}).maxResponseBytes, 4 * 1024 * 1024, "the driver's default receive limit")
+  t.equal(loadConfig(['-max-response-size=8MiB'], {}).maxResponseBytes, 8 * 1024 * 1024)
+  t.equal(loadConfig(['-max-response-size=512KiB'], {}).maxResponseBytes, 512 * 1024)
+  t.equal(loadConfig(['-max-response-size=5000000'], {}).maxResponseBytes, 5_000_000)
+  for (const bad of ['lots', '4 GB', '-1', '10']) {
+    t.match(
+      configError(() => loadConfig([`-max-response-size=${bad}`], {})).message,
+      /-max-response-size must be (a size such as|at least 1KiB)/,
+      bad,
+    )
+  }
 })
