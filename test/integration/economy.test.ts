@@ -20,7 +20,7 @@ async function auditCount(fx: Fixture, file: string, match: (path: string) => bo
 const KV = [{ objectName: 'v', secretPath: 'secret/data/eco', secretKey: 'value' }]
 
 t.test('tokens: one login under 50 concurrent Mounts, renewal before expiry, revocation when idle', async (t) => {
-  const fx = await Fixture.start({ args: ['-identity-idle-timeout=7s'] })
+  const fx = await Fixture.start({ args: ['-identity-idle-timeout=12s'] })
   t.teardown(() => fx.stop())
   const audit = await fx.bao.enableFileAudit()
   await fx.kvPut('eco', { value: 'economy-secret-9' })
@@ -34,30 +34,33 @@ t.test('tokens: one login under 50 concurrent Mounts, renewal before expiry, rev
   await createJwtRole(fx.bao, JWT_MOUNT, 'short', {
     policies: [DEFAULT_POLICY],
     boundAudiences: ['vault'],
-    ttl: '6s',
+    ttl: '12s',
     maxTtl: '120s',
   })
   const pod = { name: 'short-lived-token', uid: 'uid-short' }
+  const t0 = Date.now()
   const first = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
   t.ok(first.result.ok, first.result.message)
-  // Past two thirds of the 6 s TTL, before it ends: the token in use is renewed, not replaced.
-  await sleep(4500)
+  // The login happened between t0 and now: 8.3 s from now is past two thirds of its 12 s TTL and,
+  // unless that first Mount took over 3.7 s, before its end. The token in use is renewed, not replaced.
+  t.ok(Date.now() - t0 < 3700, 'the first Mount was quick enough for the timing below')
+  await sleep(8300)
   const again = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
   t.ok(again.result.ok, again.result.message)
   t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/renew-self'), 1, 'renewed once')
   t.equal(await logins(), 2, 'no new login for the renewed identity')
 
-  // Not seen for the idle time (7 s): revoked and forgotten.
-  await sleep(9500)
-  // The busy pod's 1 h token is revoked; the 6 s one has expired by itself, nothing to revoke.
-  t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/revoke-self'), 1, 'the idle live token revoked')
+  // Not seen for the idle time (12 s; the sweep runs every 3 s): revoked and forgotten. The busy
+  // pod's 1 h token is certainly revoked; the renewed 12 s one may have expired by itself first.
+  await sleep(16_000)
+  t.ok((await auditCount(fx, audit, (p) => p === 'auth/token/revoke-self')) >= 1, 'the idle live token revoked')
   const later = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
   t.ok(later.result.ok, later.result.message)
   t.equal(await logins(), 3, 'a new login after revocation')
   t.same(findLeaks(await fx.provider.logs(), ['economy-secret-9', ...fx.issuedJwts]), [])
 })
 
-t.test('static reads: a rotated KV value shows at the next Mount; identical concurrent reads coalesce', async (t) => {
+t.test('static reads: a rotated KV value shows at the next Mount; a freshness window shares reads', async (t) => {
   const fx = await Fixture.start({ args: ['-identity-scope=serviceaccount'] })
   t.teardown(() => fx.stop())
   const audit = await fx.bao.enableFileAudit()
@@ -68,6 +71,11 @@ t.test('static reads: a rotated KV value shows at the next Mount; identical conc
   const second = await fx.mount({ params: { objects: KV } })
   t.equal(second.files.get('v')?.bytes.toString(), 'two', 'default freshness 0: rotation visible at once')
 
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/jwt/login'), 1, 'one login for the service account')
+
+  // With a freshness window, 20 pods of the service account cost one read between them.
+  // (How many concurrent reads coalesce depends on timing; the unit tests pin that down.)
+  await fx.restartProvider('SIGTERM', { args: ['-identity-scope=serviceaccount', '-static-freshness=30s'] })
   const before = await auditCount(fx, audit, (p) => p === 'secret/data/eco')
   const storm = await Promise.all(
     Array.from({ length: 20 }, (_, i) =>
@@ -76,8 +84,9 @@ t.test('static reads: a rotated KV value shows at the next Mount; identical conc
   )
   t.equal(storm.filter((r) => r.result.ok).length, 20)
   const reads = (await auditCount(fx, audit, (p) => p === 'secret/data/eco')) - before
-  t.ok(reads < 20, `20 pods of one service account caused ${reads} reads (coalesced)`)
-  t.equal(await auditCount(fx, audit, (p) => p === 'auth/jwt/login'), 1, 'one login for the service account')
+  t.equal(reads, 1, '20 pods of one service account, one read')
+  t.equal(storm[19]?.files.get('v')?.bytes.toString(), 'two')
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/jwt/login'), 2, 'one more login: the restarted provider')
 })
 
 t.test('serviceaccount scope never shares between two service accounts', async (t) => {
@@ -100,7 +109,7 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
     await pg.stop()
   })
   const audit = await fx.bao.enableFileAudit()
-  await configurePostgresSecretsEngine(fx.bao, pg, { role: 'app', defaultTtl: '6s', maxTtl: '8s' })
+  await configurePostgresSecretsEngine(fx.bao, pg, { role: 'app', defaultTtl: '9s', maxTtl: '14s' })
   await fx.bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '24h' } })
   await fx.bao.api('POST', '/v1/pki/root/generate/internal', { common_name: 'Eco Root', ttl: '24h', key_type: 'ec' })
   await fx.bao.api('POST', '/v1/pki/roles/web', {
@@ -128,6 +137,10 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
   const serial = (files: Map<string, { bytes: Buffer }>): string =>
     new X509Certificate(files.get('tls.crt')!.bytes).serialNumber
 
+  // Waits are measured from before the first Mount, so a slow machine only makes them longer:
+  // the lease (9 s TTL, 14 s max) is created after t0.
+  const t0 = Date.now()
+  const until = (ms: number): Promise<void> => sleep(Math.max(0, t0 + ms - Date.now()))
   const m1 = await fx.mount({ pod, params: { objects } })
   t.ok(m1.result.ok, m1.result.message)
   const m2 = await fx.mount({ pod, params: { objects } })
@@ -146,8 +159,9 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
     'another pod gets its own',
   )
 
-  // Past two thirds of the lease (6 s): renewed, same user.
-  await sleep(4500)
+  // Past two thirds of the lease (6 s of 9 s), and of the certificate's 6 s: the lease is renewed
+  // (same user, at least 3.5 s more granted), the certificate re-issued.
+  await until(6500)
   const m3 = await fx.mount({ pod, params: { objects } })
   t.ok(m3.result.ok, m3.result.message)
   t.equal(
@@ -158,8 +172,8 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
   t.not(serial(m3.files), serial(m1.files), 'certificate re-issued past two thirds of its validity')
   t.ok((await auditCount(fx, audit, (p) => p === 'sys/leases/renew')) >= 1, 'the lease was renewed')
 
-  // Near the max TTL (8 s) a renewal would give too little: a new credential.
-  await sleep(2500)
+  // Past the lease's max TTL (14 s): it cannot live on, a new credential is issued.
+  await until(14_500)
   const m4 = await fx.mount({ pod, params: { objects } })
   t.ok(m4.result.ok, m4.result.message)
   t.not(m4.files.get('db-user')?.bytes.toString(), m1.files.get('db-user')?.bytes.toString(), 're-issued near max TTL')

@@ -112,3 +112,23 @@ t.test('errors reach every waiter and are not cached', async (t) => {
   fail = false
   t.equal((await cache.fetch('k', 'p1', false, b)).source, 'vault')
 })
+
+t.test('a lease near its max TTL is replaced, not renewed for a sliver', async (t) => {
+  const cache = new SecretCache({ staticFreshnessMs: 0, shareDynamic: false })
+  const b = backend(() => ({
+    lease_id: `db/${++n}`,
+    lease_duration: 0.03,
+    renewable: true,
+    data: { username: `u${n}` },
+  }))
+  b.renewLease = async () => {
+    b.calls.renew += 1
+    return { ttlMs: 5, renewable: true }
+  }
+  const first = await cache.fetch('c', 'p1', false, b)
+  await new Promise((r) => setTimeout(r, 25))
+  const second = await cache.fetch('c', 'p1', false, b)
+  t.equal(b.calls.renew, 1, 'tried to renew')
+  t.equal(second.source, 'vault', 'then issued a new one')
+  t.not((second.body as any).data.username, (first.body as any).data.username)
+})
