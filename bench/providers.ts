@@ -15,10 +15,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import net from 'node:net'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { freePort } from '../test/support/ports.js'
+import { canConnect } from '../test/support/provider.js'
 import { nowMs } from './proxy.js'
 
 export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
@@ -68,17 +68,6 @@ function referenceFlags(bin: string, wanted: string[]): string[] {
   return wanted.filter((f) => {
     const name = /^-+([^=]+)/.exec(f)?.[1]
     return name !== undefined && new RegExp(`^\\s+-{1,2}${name.replace(/[-]/g, '\\-')}(\\s|$)`, 'm').test(help)
-  })
-}
-
-function canConnect(socketPath: string): Promise<boolean> {
-  return new Promise((res) => {
-    const s = net.connect({ path: socketPath })
-    s.once('connect', () => {
-      s.destroy()
-      res(true)
-    })
-    s.once('error', () => res(false))
   })
 }
 

@@ -1,7 +1,7 @@
 // The troubleshooting CLI as an operator runs it: `vault-csi-provider mount`
 // through the socket and in-process (same files), `doctor` against a healthy,
 // a sealed and a wrongly trusted OpenBao, `version`, and the exit codes.
-import { execFile, execFileSync, spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, writeFile } from 'node:fs/promises'
 import { randomBytes, randomUUID } from 'node:crypto'
@@ -15,6 +15,7 @@ import { startOpenBao } from '../support/openbao.js'
 import { checkSocket } from '../../src/server/health.js'
 import { PROVIDER_MAIN, startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
+import { selfSignedCaPem } from '../support/tls.js'
 
 /** The built CLI; VCP_CLI_MAIN overrides, else it sits next to the daemon build. */
 const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(dirname(PROVIDER_MAIN), 'cli', 'main.js')
@@ -311,25 +312,7 @@ t.test('doctor: healthy (all pass), wrong role, wrong CA, sealed', async (t) => 
 
   // A CA that did not sign Vault's certificate.
   const wrongCa = join(dir.path, 'wrong-ca.pem')
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=not-the-vault-ca',
-      '-keyout',
-      join(dir.path, 'wrong-ca.key'),
-      '-out',
-      wrongCa,
-    ],
-    { stdio: 'ignore' },
-  )
+  await writeFile(wrongCa, selfSignedCaPem('not-the-vault-ca'))
   const badCa = await cli([...base, `--vault-tls-ca-cert=${wrongCa}`, '--role', 'app', '--json'])
   t.equal(badCa.code, 1, 'a failed check exits 1')
   const bc = byId(badCa)

@@ -1,42 +1,12 @@
 // Logging in as the pod: jwt and kubernetes auth, audiences, TokenRequest
 // fallback, and refusals that show Vault's own reason.
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
 import { Fixture, JWT_MOUNT, DEFAULT_POLICY } from '../support/fixture.js'
 import { startKubeApi } from '../support/kube-api.js'
 import { findLeaks } from '../support/leaks.js'
 import { startProvider } from '../support/provider.js'
-
-/** The stub speaks plain HTTP, but OpenBao insists on a CA certificate once local CA discovery is off. */
-function selfSignedCaPem(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vcp-ca-'))
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=test-ca',
-      '-days',
-      '1',
-      '-keyout',
-      join(dir, 'k.pem'),
-      '-out',
-      join(dir, 'c.pem'),
-    ],
-    { stdio: 'ignore' },
-  )
-  const pem = readFileSync(join(dir, 'c.pem'), 'utf8')
-  rmSync(dir, { recursive: true, force: true })
-  return pem
-}
+import { selfSignedCaPem } from '../support/tls.js'
 
 t.test('identity and login', async (t) => {
   const kube = await startKubeApi()
@@ -145,6 +115,7 @@ t.test('identity and login', async (t) => {
         audience: 'https://kubernetes.default.svc',
       }),
       disable_local_ca_jwt: true,
+      // The stub speaks plain HTTP, but OpenBao insists on a CA once local CA discovery is off.
       kubernetes_ca_cert: selfSignedCaPem(),
     })
     t.ok(cfg.status < 300, JSON.stringify(cfg.body))

@@ -39,7 +39,8 @@ export interface ProviderProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-function canConnect(socketPath: string): Promise<boolean> {
+/** Whether something accepts connections on the unix socket. */
+export function canConnect(socketPath: string): Promise<boolean> {
   return new Promise((res) => {
     const s = net.connect({ path: socketPath })
     s.once('connect', () => {

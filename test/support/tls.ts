@@ -1,0 +1,34 @@
+// Throw-away certificates for tests, made by the machine's openssl.
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A self-signed CA certificate (PEM) with the given common name; its key is thrown away. */
+export function selfSignedCaPem(commonName = 'test-ca'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vcp-ca-'))
+  try {
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        `/CN=${commonName}`,
+        '-days',
+        '1',
+        '-keyout',
+        join(dir, 'k.pem'),
+        '-out',
+        join(dir, 'c.pem'),
+      ],
+      { stdio: 'ignore' },
+    )
+    return readFileSync(join(dir, 'c.pem'), 'utf8')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
