@@ -235,12 +235,6 @@ export class SecretCache {
     })
   }
 
-  /** Drops what this pod was served (the pod is gone). */
-  forgetPod(podUid: string): void {
-    const prefix = `${this.prefix}pod:${podUid}|`
-    for (const key of this.ownKeys()) if (key.startsWith(prefix)) this.entries.delete(key)
-  }
-
   clear(): void {
     for (const key of this.ownKeys()) this.entries.delete(key)
   }

@@ -384,14 +384,6 @@ export class VaultSession {
     }
   }
 
-  get cachedSecrets(): number {
-    return this.cache.size
-  }
-
-  forgetPod(podUid: string): void {
-    this.cache.forgetPod(podUid)
-  }
-
   /** Forgets the token and what was read with it, without telling Vault (pods may still use its leases). */
   close(): void {
     this.client.token = ''
