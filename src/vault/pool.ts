@@ -14,7 +14,7 @@ import type { Logger } from '../observability/logger.js'
 import type { VaultObserver } from '../observability/vault-observer.js'
 import { connectionKey, createTransport, destroyTransport, type Transport } from './transport.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { VaultSession, type VaultIdentity } from './session.js'
+import { loadNodeVault, VaultSession, type VaultIdentity } from './session.js'
 
 export const MAX_TRANSPORTS = 64
 export type IdentityScope = IdentityScopeName
@@ -95,14 +95,19 @@ export class SessionPool {
     const cached = this.sessions?.get(key)
     if (this.sessions) this.opts.observer?.cacheLookup?.('token', cached !== undefined)
     if (cached) return cached
-    const session = new VaultSession(id, await this.transport(id), {
-      logger: this.opts.logger,
-      observer: this.opts.observer,
-      staticFreshnessMs: this.opts.staticFreshnessMs,
-      shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
-      store: this.secrets,
-      prefix: `${key}\n`,
-    })
+    const session = new VaultSession(
+      id,
+      await this.transport(id),
+      {
+        logger: this.opts.logger,
+        observer: this.opts.observer,
+        staticFreshnessMs: this.opts.staticFreshnessMs,
+        shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
+        store: this.secrets,
+        prefix: `${key}\n`,
+      },
+      await loadNodeVault(),
+    )
     if (!this.sessions) return session
     // Another Mount of the same identity may have created one while we awaited.
     const raced = this.sessions.get(key)

@@ -6,7 +6,7 @@
  * revoked when the identity goes away), a single re-login when a cached token
  * is refused, and what the identity has read (secret-cache.ts).
  */
-import nodeVault from 'node-vault'
+import type NodeVault from 'node-vault'
 import { ProviderError, q } from '../errors.js'
 import type { Logger } from '../observability/logger.js'
 import { instrumentClient, type VaultObserver } from '../observability/vault-observer.js'
@@ -78,10 +78,22 @@ export interface SessionOptions extends SecretCacheOptions {
 
 export type JwtSupplier = () => Promise<string>
 
+export type NodeVaultFactory = typeof NodeVault
+let nodeVaultModule: Promise<NodeVaultFactory> | undefined
+
+/**
+ * node-vault and its HTTP stack (axios) cost about 13 MiB of memory: loaded on
+ * the first Vault call, so that nodes without Vault-using pods never pay it.
+ */
+export function loadNodeVault(): Promise<NodeVaultFactory> {
+  nodeVaultModule ??= import('node-vault').then((m) => m.default)
+  return nodeVaultModule
+}
+
 export class VaultSession {
   readonly identity: VaultIdentity
   private readonly transport: Transport
-  private readonly client: ReturnType<typeof nodeVault>
+  private readonly client: ReturnType<NodeVaultFactory>
   private readonly logger: Logger
   private token: TokenState | undefined
   private loginInFlight: Promise<TokenState> | undefined
@@ -92,7 +104,8 @@ export class VaultSession {
   private readonly observer: VaultObserver | undefined
   lastUsedAt = Date.now()
 
-  constructor(identity: VaultIdentity, transport: Transport, opts: SessionOptions) {
+  /** `nodeVault` comes from loadNodeVault(). */
+  constructor(identity: VaultIdentity, transport: Transport, opts: SessionOptions, nodeVault: NodeVaultFactory) {
     this.identity = identity
     this.transport = transport
     this.logger = opts.logger
