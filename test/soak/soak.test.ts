@@ -31,7 +31,8 @@ import { makeTempDir } from '../support/tmp.js'
 t.setTimeout(30 * 60_000)
 
 const TOTAL = Number(process.env.VCP_SOAK_MOUNTS ?? 100_000)
-const WARMUP = Math.min(10_000, Math.floor(TOTAL / 5))
+// Long enough for the allocator to reach its plateau: the RSS baseline is taken after it.
+const WARMUP = Math.min(30_000, Math.floor((TOTAL * 3) / 10))
 const CONCURRENCY = 32
 const PODS = 1_000
 const HOT_PODS = 150
