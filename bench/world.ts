@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../test/support/jwt.js'
 import { startKubeApi, type KubeApi } from '../test/support/kube-api.js'
-import { startOpenBao, type OpenBao } from '../test/support/openbao.js'
+import { configurePki } from '../test/support/pki.js'
+import { mustSucceed, startOpenBao, type OpenBao } from '../test/support/openbao.js'
 import { configurePostgresSecretsEngine, startPostgres, type Postgres } from '../test/support/postgres.js'
 import { startTimingProxy, type TimingProxy } from './proxy.js'
 
@@ -50,10 +51,6 @@ function run(cmd: string, args: string[]): Promise<string> {
       err ? rej(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`)) : res(stdout),
     ),
   )
-}
-
-function must(what: string, res: { status: number; body: unknown }): void {
-  if (res.status < 200 || res.status >= 300) throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
 }
 
 /** A self-signed certificate for 127.0.0.1 (the API server stand-in's HTTPS front), made by openssl. */
@@ -119,31 +116,17 @@ export async function startWorld(o: WorldOptions): Promise<World> {
 
     // PKI: EC P-256 keys, so that issuing 1,100 certificates does not turn the run into an RSA
     // key-generation benchmark on two cores; the same for both providers.
-    await bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '87600h' } })
-    must(
-      'pki root',
-      await bao.api('POST', '/v1/pki/root/generate/internal', {
-        common_name: 'Bench Root',
-        ttl: '87600h',
-        key_type: 'ec',
-        key_bits: 256,
-      }),
-    )
-    must(
-      'pki role',
-      await bao.api('POST', '/v1/pki/roles/app', {
-        allowed_domains: ['bench.test'],
-        allow_subdomains: true,
-        key_type: 'ec',
-        key_bits: 256,
-        max_ttl: TTL.pkiMax,
-        no_store: false,
-      }),
-    )
+    await configurePki(bao, {
+      rootCommonName: 'Bench Root',
+      rootTtl: '87600h',
+      role: 'app',
+      allowedDomains: ['bench.test'],
+      maxTtl: TTL.pkiMax,
+    })
 
     // KV values: storm/latency (5 small values) and footprint (10 values of 10 KiB).
     for (let i = 1; i <= 5; i++) {
-      must(
+      mustSucceed(
         `kv small ${i}`,
         await bao.api('POST', `/v1/secret/data/bench/small-${i}`, {
           data: { value: `value-${i}-${randomBytes(8).toString('hex')}` },
@@ -151,7 +134,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       )
     }
     for (let i = 1; i <= 10; i++) {
-      must(
+      mustSucceed(
         `kv big ${i}`,
         await bao.api('POST', `/v1/secret/data/bench/big-${i}`, {
           data: { value: randomBytes(5 * 1024).toString('hex') },
@@ -205,11 +188,11 @@ export async function startWorld(o: WorldOptions): Promise<World> {
         audience: 'vault',
       })
       const login = await bao.api('POST', `/v1/auth/${AUTH_MOUNT}/login`, { jwt, role: ROLE }, { token: '' })
-      must('warm-up login', login)
+      mustSucceed('warm-up login', login)
       const token = (login.body as { auth: { client_token: string } }).auth.client_token
       for (let k = 1; k <= 5; k++)
-        must('warm-up read', await bao.api('GET', `/v1/secret/data/bench/small-${k}`, undefined, { token }))
-      must('warm-up revoke', await bao.api('POST', '/v1/auth/token/revoke-self', undefined, { token }))
+        mustSucceed('warm-up read', await bao.api('GET', `/v1/secret/data/bench/small-${k}`, undefined, { token }))
+      mustSucceed('warm-up revoke', await bao.api('POST', '/v1/auth/token/revoke-self', undefined, { token }))
     }
 
     return {

@@ -30,6 +30,7 @@ import {
   type MountedFile,
 } from '../test/support/driver-client.js'
 import { startOpenBao, type OpenBao } from '../test/support/openbao.js'
+import { configurePki } from '../test/support/pki.js'
 import { startProvider, type ProviderProcess } from '../test/support/provider.js'
 
 const SPC_FILE = join(PACKAGE_ROOT, 'examples', 'demo-secretproviderclass.yaml')
@@ -238,29 +239,14 @@ async function seed(bao: OpenBao): Promise<DemoSecrets> {
       await bao.api('POST', '/v1/secret/data/demo/api', { data: { token: secrets.apiToken } }),
     )
   }
-  const pki = async (): Promise<void> => {
-    await bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '720h' } })
-    // EC keys: generating them takes milliseconds where RSA takes far longer.
-    mustOk(
-      'generate the PKI root',
-      await bao.api('POST', '/v1/pki/root/generate/internal', {
-        common_name: 'Demo Root CA',
-        ttl: '720h',
-        key_type: 'ec',
-        key_bits: 256,
-      }),
-    )
-    mustOk(
-      `create PKI role ${PKI_ROLE}`,
-      await bao.api('POST', `/v1/pki/roles/${PKI_ROLE}`, {
-        allowed_domains: [PKI_DOMAIN],
-        allow_subdomains: true,
-        max_ttl: '24h',
-        key_type: 'ec',
-        key_bits: 256,
-      }),
-    )
-  }
+  const pki = (): Promise<void> =>
+    configurePki(bao, {
+      rootCommonName: 'Demo Root CA',
+      rootTtl: '720h',
+      role: PKI_ROLE,
+      allowedDomains: [PKI_DOMAIN],
+      maxTtl: '24h',
+    })
   await Promise.all([auth(), policy(), kv(), pki()])
   return secrets
 }

@@ -6,6 +6,7 @@ import t from 'tap'
 import { DEFAULT_POLICY, Fixture, JWT_MOUNT } from '../support/fixture.js'
 import { createJwtRole } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
+import { configurePki } from '../support/pki.js'
 import { configurePostgresSecretsEngine, startPostgres } from '../support/postgres.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
@@ -110,13 +111,12 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
   })
   const audit = await fx.bao.enableFileAudit()
   await configurePostgresSecretsEngine(fx.bao, pg, { role: 'app', defaultTtl: '9s', maxTtl: '14s' })
-  await fx.bao.enableSecrets('pki', 'pki', undefined, { config: { max_lease_ttl: '24h' } })
-  await fx.bao.api('POST', '/v1/pki/root/generate/internal', { common_name: 'Eco Root', ttl: '24h', key_type: 'ec' })
-  await fx.bao.api('POST', '/v1/pki/roles/web', {
-    allowed_domains: ['example.test'],
-    allow_subdomains: true,
-    key_type: 'ec',
-    max_ttl: '1h',
+  await configurePki(fx.bao, {
+    rootCommonName: 'Eco Root',
+    rootTtl: '24h',
+    role: 'web',
+    allowedDomains: ['example.test'],
+    maxTtl: '1h',
   })
   await fx.bao.writePolicy(
     DEFAULT_POLICY,

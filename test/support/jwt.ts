@@ -2,7 +2,7 @@
 // and OpenBao `jwt` auth set-up that validates them with that key's public half.
 // This lets tests log in "as a pod" without a Kubernetes API server.
 import { createHash, createSign, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto'
-import type { OpenBao } from './openbao.js'
+import { mustSucceed, type OpenBao } from './openbao.js'
 
 export interface JwtKeyPair {
   privateKey: KeyObject
@@ -96,12 +96,6 @@ export function signServiceAccountJwt(o: ServiceAccountJwtOptions, key: JwtKeyPa
   return signJwt(payload, key)
 }
 
-function must(what: string, res: { status: number; body: any }): void {
-  if (res.status < 200 || res.status >= 300) {
-    throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
-  }
-}
-
 /**
  * Enables the `jwt` auth method at `mount` and configures it to validate tokens with
  * `publicKeyPem` (default: the default key pair's). `boundIssuer` optionally pins `iss`.
@@ -115,7 +109,7 @@ export async function configureJwtAuth(
   await bao.enableAuth('jwt', mount)
   const config: Record<string, unknown> = { jwt_validation_pubkeys: [publicKeyPem] }
   if (opts.boundIssuer !== undefined) config['bound_issuer'] = opts.boundIssuer
-  must(`configure jwt auth at ${mount}`, await bao.api('POST', `/v1/auth/${mount}/config`, config))
+  mustSucceed(`configure jwt auth at ${mount}`, await bao.api('POST', `/v1/auth/${mount}/config`, config))
 }
 
 export interface JwtRoleOptions {
@@ -148,5 +142,5 @@ export async function createJwtRole(bao: OpenBao, mount: string, role: string, o
   if (o.ttl !== undefined) body['token_ttl'] = o.ttl
   if (o.maxTtl !== undefined) body['token_max_ttl'] = o.maxTtl
   Object.assign(body, o.extra ?? {})
-  must(`create jwt role ${role} at ${mount}`, await bao.api('POST', `/v1/auth/${mount}/role/${role}`, body))
+  mustSucceed(`create jwt role ${role} at ${mount}`, await bao.api('POST', `/v1/auth/${mount}/role/${role}`, body))
 }

@@ -53,6 +53,11 @@ export interface ApiOptions {
   timeoutMs?: number
 }
 
+/** Throws, with Vault's answer, unless `res` is a 2xx: for set-up steps that must work. */
+export function mustSucceed(what: string, res: { status: number; body: unknown }): void {
+  if (res.status < 200 || res.status >= 300) throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
+}
+
 export interface ApiResponse {
   status: number
   /** Parsed JSON; the raw text if not JSON; null for an empty body. */

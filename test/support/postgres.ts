@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { freePort } from './ports.js'
-import type { OpenBao } from './openbao.js'
+import { mustSucceed, type OpenBao } from './openbao.js'
 
 export interface Postgres {
   host: string
@@ -297,11 +297,7 @@ export async function configurePostgresSecretsEngine(
   const connection = o.connection ?? 'pg'
   const role = o.role ?? 'app'
   if (o.mountExists !== true) await bao.enableSecrets('database', mount)
-  const must = (what: string, res: { status: number; body: any }): void => {
-    if (res.status < 200 || res.status >= 300)
-      throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)
-  }
-  must(
+  mustSucceed(
     'configure database connection',
     await bao.api('POST', `/v1/${mount}/config/${connection}`, {
       plugin_name: 'postgresql-database-plugin',
@@ -312,7 +308,7 @@ export async function configurePostgresSecretsEngine(
       verify_connection: true,
     }),
   )
-  must(
+  mustSucceed(
     'create database role',
     await bao.api('POST', `/v1/${mount}/roles/${role}`, {
       db_name: connection,
