@@ -45,6 +45,18 @@ export const ERROR_CATALOGUE = {
   VAULT_ADDRESS_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
   /** The Mount's files would exceed the driver's receive limit (-max-response-size). */
   RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
+  /** One Mount fetched or rendered more than its budget (-max-mount-bytes), or the node-wide budget is spent. */
+  MOUNT_BUDGET_EXCEEDED: GrpcStatus.RESOURCE_EXHAUSTED,
+  /** A Vault answer's body is larger than -max-vault-response-size (it is not read further). */
+  VAULT_RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
+  /** Vault answered with a redirect; redirects are never followed (a token must not travel elsewhere). */
+  VAULT_REDIRECT_REFUSED: GrpcStatus.PERMISSION_DENIED,
+  /** The service-account token a Mount presents does not belong to the pod its attributes name. */
+  POD_TOKEN_MISMATCH: GrpcStatus.PERMISSION_DENIED,
+  /** A login answer was not issued for the pod's service-account token (e.g. a `cert` auth mount). */
+  LOGIN_IDENTITY_MISMATCH: GrpcStatus.PERMISSION_DENIED,
+  /** The provider may not request service-account tokens for this audience (-token-request-audiences). */
+  AUDIENCE_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
   /** The Mount ran out of time. */
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
   /** The HMAC key for object versions could not be obtained. */

@@ -21,6 +21,13 @@ export const IDENTITY_SCOPES = ['pod', 'serviceaccount'] as const
 export type IdentityScopeName = (typeof IDENTITY_SCOPES)[number]
 /** Longer than the driver's default rotation poll (2 m), so live pods are never taken for gone. */
 export const DEFAULT_IDENTITY_IDLE_MS = 15 * 60_000
+/** Limits on what one pod can make the shared daemon do (docs/failure-behaviour.md, "Security"). */
+export const DEFAULT_MAX_OBJECTS_BYTES = 256 * 1024
+export const DEFAULT_MAX_VAULT_RESPONSE_BYTES = 4 * 1024 * 1024
+export const DEFAULT_MAX_MOUNT_BYTES = 16 * 1024 * 1024
+export const DEFAULT_NODE_MOUNT_BYTES = 96 * 1024 * 1024
+export const DEFAULT_MAX_TLS_FILE_BYTES = 1024 * 1024
+export const DEFAULT_TOKEN_REQUEST_AUDIENCES = ['vault'] as const
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'off'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
@@ -64,12 +71,31 @@ export interface ProviderConfig {
   /** Largest MountResponse the provider sends (-max-response-size); match the driver's --max-call-recv-msg-size. */
   maxResponseBytes: number
   vault: VaultDefaults
+  /** Bounds on pod-controlled input and work; every one is a flag, shown in the error that enforces it. */
+  limits: ProviderLimits
+  /** Audiences the provider may request pod tokens for when the driver passed none (-token-request-audiences). */
+  tokenRequestAudiences: string[]
   kube: {
     /** Overrides in-cluster discovery, e.g. http://127.0.0.1:8001 behind `kubectl proxy`. */
     apiUrl?: string
     serviceAccountDir: string
   }
   showVersion: boolean
+}
+
+export interface ProviderLimits {
+  /** -max-objects-size: the `objects` YAML text of one SecretProviderClass. */
+  maxObjectsBytes: number
+  /** -max-vault-response-size: the body of one Vault answer; larger answers are cut off unread. */
+  maxVaultResponseBytes: number
+  /** -max-mount-bytes: everything one Mount fetches from Vault and renders, together. */
+  maxMountBytes: number
+  /** -max-node-mount-bytes: the same, summed over every Mount in flight on the node. */
+  nodeMountBytes: number
+  /** -max-tls-file-size: one TLS file (CA, client certificate or key) named by a Mount. */
+  maxTlsFileBytes: number
+  /** -tls-file-dirs: directories TLS files named by a SecretProviderClass must be under; empty: anywhere. */
+  tlsFileDirs: string[]
 }
 
 export class ConfigError extends Error {
@@ -86,6 +112,13 @@ const FLAG_SPEC = {
   'mount-timeout': { type: 'string' },
   'vault-addr-allowlist': { type: 'string' },
   'max-response-size': { type: 'string' },
+  'max-objects-size': { type: 'string' },
+  'max-vault-response-size': { type: 'string' },
+  'max-mount-bytes': { type: 'string' },
+  'max-node-mount-bytes': { type: 'string' },
+  'max-tls-file-size': { type: 'string' },
+  'tls-file-dirs': { type: 'string' },
+  'token-request-audiences': { type: 'string' },
   'identity-scope': { type: 'string' },
   'static-freshness': { type: 'string' },
   'identity-idle-timeout': { type: 'string' },
@@ -207,6 +240,14 @@ function splitList(value: string | undefined): string[] {
     .filter((v) => v !== '')
 }
 
+/** -tls-file-dirs: absolute directories, each kept with one trailing slash so that `/a` never admits `/ab`. */
+function parseDirList(value: string | undefined): string[] {
+  return splitList(value).map((dir) => {
+    if (!dir.startsWith('/')) throw new ConfigError(`-tls-file-dirs: ${JSON.stringify(dir)} must be an absolute path`)
+    return dir.endsWith('/') ? dir : `${dir}/`
+  })
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
   let values: Partial<Record<FlagName, string>>
@@ -227,6 +268,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const logLevelRaw = str('log-level') ?? (bools.get('debug') === true ? 'debug' : 'info')
   if (!(LOG_LEVELS as readonly string[]).includes(logLevelRaw)) {
     throw new ConfigError(`-log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevelRaw)}`)
+  }
+
+  const sizeFlag = (name: FlagName, fallback: number): number => {
+    const raw = str(name)
+    return raw === undefined ? fallback : parseByteSize(raw, `-${name}`)
   }
 
   const skipVerifyEnv = envStr('VAULT_SKIP_VERIFY')
@@ -253,6 +299,18 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       str('identity-idle-timeout') === undefined
         ? DEFAULT_IDENTITY_IDLE_MS
         : parseDurationMs(str('identity-idle-timeout')!, '-identity-idle-timeout'),
+    limits: {
+      maxObjectsBytes: sizeFlag('max-objects-size', DEFAULT_MAX_OBJECTS_BYTES),
+      maxVaultResponseBytes: sizeFlag('max-vault-response-size', DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+      maxMountBytes: sizeFlag('max-mount-bytes', DEFAULT_MAX_MOUNT_BYTES),
+      nodeMountBytes: sizeFlag('max-node-mount-bytes', DEFAULT_NODE_MOUNT_BYTES),
+      maxTlsFileBytes: sizeFlag('max-tls-file-size', DEFAULT_MAX_TLS_FILE_BYTES),
+      tlsFileDirs: parseDirList(str('tls-file-dirs')),
+    },
+    tokenRequestAudiences:
+      str('token-request-audiences') === undefined
+        ? [...DEFAULT_TOKEN_REQUEST_AUDIENCES]
+        : splitList(str('token-request-audiences')),
     vault: {
       address: str('vault-addr') ?? envStr('VAULT_ADDR'),
       namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),

@@ -35,6 +35,15 @@ t.test('defaults', async (t) => {
     staticFreshnessMs: 0,
     shareDynamicSecrets: false,
     identityIdleMs: 15 * 60_000,
+    limits: {
+      maxObjectsBytes: 256 * 1024,
+      maxVaultResponseBytes: 4 * 1024 * 1024,
+      maxMountBytes: 16 * 1024 * 1024,
+      nodeMountBytes: 96 * 1024 * 1024,
+      maxTlsFileBytes: 1024 * 1024,
+      tlsFileDirs: [],
+    },
+    tokenRequestAudiences: ['vault'],
     vault: {
       address: undefined,
       namespace: undefined,
@@ -134,6 +143,15 @@ t.test('every flag', async (t) => {
     staticFreshnessMs: 30_000,
     shareDynamicSecrets: true,
     identityIdleMs: 3_600_000,
+    limits: {
+      maxObjectsBytes: 256 * 1024,
+      maxVaultResponseBytes: 4 * 1024 * 1024,
+      maxMountBytes: 16 * 1024 * 1024,
+      nodeMountBytes: 96 * 1024 * 1024,
+      maxTlsFileBytes: 1024 * 1024,
+      tlsFileDirs: [],
+    },
+    tokenRequestAudiences: ['vault'],
     vault: {
       address: 'https://v:8200',
       namespace: 'ns1',
@@ -344,4 +362,30 @@ t.test('-vault-addr-allowlist and -max-response-size', async (t) => {
       bad,
     )
   }
+})
+
+t.test('limit flags', async (t) => {
+  const c = loadConfig(
+    [
+      '-max-objects-size=64KiB',
+      '-max-vault-response-size=1MiB',
+      '-max-mount-bytes=8MiB',
+      '-max-node-mount-bytes=64MiB',
+      '-max-tls-file-size=128KiB',
+      '-tls-file-dirs=/etc/vault-tls,/var/run/ca/',
+      '-token-request-audiences=vault,https://vault.example',
+    ],
+    {},
+  )
+  t.strictSame(c.limits, {
+    maxObjectsBytes: 64 * 1024,
+    maxVaultResponseBytes: 1024 * 1024,
+    maxMountBytes: 8 * 1024 * 1024,
+    nodeMountBytes: 64 * 1024 * 1024,
+    maxTlsFileBytes: 128 * 1024,
+    tlsFileDirs: ['/etc/vault-tls/', '/var/run/ca/'],
+  })
+  t.strictSame(c.tokenRequestAudiences, ['vault', 'https://vault.example'])
+  t.throws(() => loadConfig(['-tls-file-dirs=relative/dir'], {}), /-tls-file-dirs: "relative\/dir" must be an absolute path/)
+  t.throws(() => loadConfig(['-max-mount-bytes=lots'], {}), /-max-mount-bytes must be a size/)
 })
