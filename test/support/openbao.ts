@@ -40,6 +40,13 @@ export interface StartOpenBaoOptions {
   env?: Record<string, string>
   /** How long to wait for sys/health to answer 200. Default 30 s. */
   startTimeoutMs?: number
+  /**
+   * mTLS with `cert` auth (implies `tls`): enables the `cert` auth method at `mount` (default
+   * 'cert') with one role (default 'provider') trusting client certificates signed by `caPem`.
+   * The dev TLS listener asks every client for a certificate, so any client presenting one
+   * from that CA can log in there, whatever else it sends.
+   */
+  certAuth?: { caPem: string; mount?: string; role?: string; policies?: string[] }
 }
 
 export interface ApiOptions {
@@ -403,12 +410,31 @@ async function launch(opts: StartOpenBaoOptions, dir: string, port: number): Pro
   return bao
 }
 
+async function enableCertAuth(bao: OpenBao, o: NonNullable<StartOpenBaoOptions['certAuth']>): Promise<void> {
+  const mount = o.mount ?? 'cert'
+  const role = o.role ?? 'provider'
+  try {
+    await bao.enableAuth('cert', mount)
+    mustSucceed(
+      `create cert role ${role} at ${mount}`,
+      await bao.api('POST', `/v1/auth/${mount}/certs/${role}`, {
+        certificate: o.caPem,
+        token_policies: o.policies ?? ['default'],
+      }),
+    )
+  } catch (err) {
+    await bao.stop()
+    throw err
+  }
+}
+
 /**
  * Starts `bao server -dev` on 127.0.0.1 with a random root token, waits until
  * GET /v1/sys/health answers 200, and returns handles to it. Server output goes to
  * `logPath` in a temp dir. Set KEEP_TEST_TMP=1 to keep the dir after stop().
  */
-export async function startOpenBao(opts: StartOpenBaoOptions = {}): Promise<OpenBao> {
+export async function startOpenBao(options: StartOpenBaoOptions = {}): Promise<OpenBao> {
+  const opts = options.certAuth === undefined ? options : { ...options, tls: true }
   if (!existsSync(BAO_BIN)) {
     throw new Error(`OpenBao binary not found at ${BAO_BIN}: run scripts/setup.sh first`)
   }
@@ -418,7 +444,9 @@ export async function startOpenBao(opts: StartOpenBaoOptions = {}): Promise<Open
   for (let i = 0; i < attempts; i++) {
     const port = opts.port ?? (await freePort({ consecutive: 2 }))
     try {
-      return await launch(opts, dir, port)
+      const bao = await launch(opts, dir, port)
+      if (opts.certAuth !== undefined) await enableCertAuth(bao, opts.certAuth)
+      return bao
     } catch (err) {
       lastErr = err
       if (!(err instanceof StartupError && err.retryable)) break

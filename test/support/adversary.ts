@@ -1,0 +1,697 @@
+// The adversarial suites' harness (test/adversarial/): the built daemon run as the image runs
+// it, a memory watchdog on its process, a victim pod that keeps mounting while an attack runs,
+// fake hosts on loopback that record what reaches them, and the report the closing note of
+// issue 9 copies (peak RSS, victim p99, the attacker's answer for every attack).
+//
+// Everything is real except the fake hosts: a real OpenBao cannot redirect, trickle, stream
+// gigabytes or echo pathological error texts, which is what those attacks need; each test
+// that uses one says so.
+import { execFileSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import type net from 'node:net'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import type { Test } from 'tap'
+import { parse as parseYaml } from 'yaml'
+import { PACKAGE_ROOT } from '../../src/package-info.js'
+import { connectProvider, type GrpcMountResult, type ProviderGrpcClient } from './grpc-client.js'
+import { signServiceAccountJwt } from './jwt.js'
+import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
+
+const MiB = 1024 * 1024
+
+// ---------------------------------------------------------------- production settings
+
+/** The V8 flags of the image's ENTRYPOINT (Dockerfile), e.g. --max-old-space-size=128. */
+export function imageNodeFlags(): string[] {
+  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
+  if (!m) throw new Error('Dockerfile has no exec-form ENTRYPOINT to take the Node flags from')
+  const argv = JSON.parse(m[1]!) as string[]
+  return argv.slice(1).filter((a) => a.startsWith('--max-'))
+}
+
+function quantityBytes(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q)
+  if (!m) throw new Error(`unexpected memory quantity ${q}`)
+  const unit = m[2] === 'Ki' ? 1024 : m[2] === 'Mi' ? MiB : m[2] === 'Gi' ? 1024 * MiB : 1
+  return Number(m[1]) * unit
+}
+
+/** The provider container's memory limit in the DaemonSet (what the kubelet would OOM-kill at). */
+export function daemonSetMemoryLimitBytes(): number {
+  const doc = parseYaml(readFileSync(join(PACKAGE_ROOT, 'daemonset', 'base', 'daemonset.yaml'), 'utf8')) as {
+    spec: { template: { spec: { containers: Array<{ name: string; resources: { limits: { memory: string } } }> } } }
+  }
+  const provider = doc.spec.template.spec.containers.find((c) => c.name === 'provider')
+  if (!provider) throw new Error('daemonset.yaml has no container named provider')
+  return quantityBytes(provider.resources.limits.memory)
+}
+
+// ---------------------------------------------------------------- memory watchdog
+
+function procStatusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m ? Number(m[1]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Samples the daemon's VmRSS every `intervalMs` and reads the kernel's own high-water mark
+ * (VmHWM), so a spike between two samples is still seen. `resetPeak` clears VmHWM
+ * (/proc/<pid>/clear_refs, value 5) so each attack gets its own peak. Past `killAboveBytes`
+ * the daemon is SIGKILLed, as the kubelet would, so a broken build cannot take the test
+ * machine down with it; the test then sees the exit.
+ */
+export class MemoryWatchdog {
+  private timer: NodeJS.Timeout
+  private samplePeakKiB = 0
+  /** Set when the watchdog killed the daemon. */
+  killedAtBytes: number | undefined
+
+  constructor(
+    readonly pid: number,
+    readonly killAboveBytes: number,
+    intervalMs = 20,
+  ) {
+    this.timer = setInterval(() => this.sample(), intervalMs)
+    this.timer.unref()
+  }
+
+  private sample(): void {
+    const rss = procStatusKiB(this.pid, 'VmRSS')
+    if (rss === undefined) return
+    if (rss > this.samplePeakKiB) this.samplePeakKiB = rss
+    if (rss * 1024 > this.killAboveBytes && this.killedAtBytes === undefined) {
+      this.killedAtBytes = rss * 1024
+      try {
+        process.kill(this.pid, 'SIGKILL')
+      } catch {
+        /* gone already */
+      }
+    }
+  }
+
+  resetPeak(): void {
+    this.sample()
+    this.samplePeakKiB = 0
+    try {
+      writeFileSync(`/proc/${this.pid}/clear_refs`, '5')
+    } catch {
+      /* the sampled peak still counts */
+    }
+    this.sample()
+  }
+
+  /** Highest RSS since the last reset, in bytes: the larger of the samples and VmHWM. */
+  peakBytes(): number {
+    this.sample()
+    const hwm = procStatusKiB(this.pid, 'VmHWM') ?? 0
+    return Math.max(this.samplePeakKiB, hwm, this.killedAtBytes === undefined ? 0 : this.killedAtBytes / 1024) * 1024
+  }
+
+  rssBytes(): number {
+    return (procStatusKiB(this.pid, 'VmRSS') ?? 0) * 1024
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+  }
+}
+
+// ---------------------------------------------------------------- the daemon under attack
+
+export interface AdversaryDaemon {
+  provider: ProviderProcess
+  watchdog: MemoryWatchdog
+  /** The DaemonSet's memory limit, asserted against every attack's peak. */
+  limitBytes: number
+  nodeFlags: string[]
+  /** True while the daemon process runs. */
+  alive(): boolean
+  stop(): Promise<void>
+}
+
+/**
+ * The built daemon with the image's V8 flags (through NODE_OPTIONS, which the provider
+ * harness passes on; the heap limit it results in is the image's) and a watchdog.
+ */
+export async function startAdversaryDaemon(opts: StartProviderOptions = {}): Promise<AdversaryDaemon> {
+  const nodeFlags = imageNodeFlags()
+  const provider = await startProvider({
+    ...opts,
+    env: { NODE_OPTIONS: nodeFlags.join(' '), ...(opts.env ?? {}) },
+  })
+  const limitBytes = daemonSetMemoryLimitBytes()
+  const watchdog = new MemoryWatchdog(provider.pid, 4 * limitBytes)
+  let running = true
+  void provider.exited.then(() => {
+    running = false
+  })
+  return {
+    provider,
+    watchdog,
+    limitBytes,
+    nodeFlags,
+    alive: () => running,
+    async stop() {
+      watchdog.stop()
+      await provider.stop()
+    },
+  }
+}
+
+// ---------------------------------------------------------------- pods and attributes
+
+export interface PodIdentitySpec {
+  namespace: string
+  name: string
+  uid: string
+  serviceAccount: string
+}
+
+export function newPod(name: string, namespace = 'default', serviceAccount = 'app'): PodIdentitySpec {
+  return { namespace, name, uid: randomUUID(), serviceAccount }
+}
+
+/** kubelet's attributes for a pod; `token` null: no tokens attribute; a string: that token verbatim. */
+export function podAttributes(
+  pod: PodIdentitySpec,
+  token: string | null | undefined = undefined,
+  audience = 'vault',
+): Record<string, string> {
+  const attrs: Record<string, string> = {
+    'csi.storage.k8s.io/pod.name': pod.name,
+    'csi.storage.k8s.io/pod.namespace': pod.namespace,
+    'csi.storage.k8s.io/pod.uid': pod.uid,
+    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccount,
+    'csi.storage.k8s.io/ephemeral': 'false',
+  }
+  if (token !== null) {
+    const jwt =
+      token ??
+      signServiceAccountJwt({
+        namespace: pod.namespace,
+        serviceAccount: pod.serviceAccount,
+        podName: pod.name,
+        podUid: pod.uid,
+        audience,
+        expiresInSec: 3600,
+      })
+    attrs['csi.storage.k8s.io/serviceAccount.tokens'] = JSON.stringify({
+      [audience]: { token: jwt, expirationTimestamp: new Date(Date.now() + 3600_000).toISOString() },
+    })
+  }
+  return attrs
+}
+
+// ---------------------------------------------------------------- latency
+
+/** Nearest-rank percentile. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length))
+  return sorted[rank - 1]!
+}
+
+/**
+ * The loaded p99 the victim may reach: twice its unloaded p99 (issue 9), but at least the
+ * unloaded p99 plus an absolute floor. The floor is there because these suites run on shared
+ * 2-core machines (load averages above 10 were seen while other suites built Go code): a
+ * victim Mount of a few milliseconds can double from scheduling noise alone. What the bound
+ * must catch is a starved daemon (the issue's findings froze the event loop for 14 s and
+ * 35 s), not a few tens of milliseconds of CPU sharing.
+ */
+export const P99_FLOOR_MS = 100
+export function allowedLoadedP99(unloadedP99: number): number {
+  return Math.max(2 * unloadedP99, unloadedP99 + P99_FLOOR_MS)
+}
+
+export interface VictimFailure {
+  grpcCode: string
+  message: string
+}
+
+export interface VictimRun {
+  latenciesMs: number[]
+  failures: VictimFailure[]
+}
+
+/**
+ * A pod that keeps mounting a small KV secret, one Mount after another on its own gRPC
+ * connection (the driver's settings; a process per Mount through the driver client would
+ * measure process start-up, not the daemon).
+ */
+export class Victim {
+  readonly client: ProviderGrpcClient
+  unloadedP99Ms = Number.NaN
+  unloadedSamples: number[] = []
+
+  constructor(
+    socketPath: string,
+    private readonly attributes: () => string,
+    private readonly check: (r: GrpcMountResult) => boolean,
+  ) {
+    this.client = connectProvider(socketPath)
+  }
+
+  async once(): Promise<{ ms: number; result: GrpcMountResult }> {
+    const started = performance.now()
+    const result = await this.client.mount({ attributes: this.attributes() }, 20_000)
+    return { ms: performance.now() - started, result }
+  }
+
+  /**
+   * `n` Mounts in a row with no attack running. The unloaded p99 is taken over the last
+   * `window` unloaded samples, so a refresh right before each attack follows the machine's
+   * load while keeping enough samples for a p99.
+   */
+  async measureUnloaded(n = 200, warmup = 0, window = 200): Promise<VictimRun> {
+    for (let i = 0; i < warmup; i++) await this.once()
+    const run: VictimRun = { latenciesMs: [], failures: [] }
+    for (let i = 0; i < n; i++) this.record(run, await this.once())
+    this.unloadedSamples = [...this.unloadedSamples, ...run.latenciesMs].slice(-window)
+    this.unloadedP99Ms = percentile(this.unloadedSamples, 99)
+    return run
+  }
+
+  record(run: VictimRun, one: { ms: number; result: GrpcMountResult }): void {
+    run.latenciesMs.push(one.ms)
+    if (!this.check(one.result)) {
+      run.failures.push({ grpcCode: one.result.grpcCode, message: one.result.message.slice(0, 300) })
+    }
+  }
+
+  close(): void {
+    this.client.close()
+  }
+}
+
+// ---------------------------------------------------------------- attacks
+
+export interface AttackOutcome {
+  /** Every answer the attacker got (one per attempt). */
+  answers: GrpcMountResult[]
+  /** The first answer: what the test asserts on. */
+  answer: GrpcMountResult
+  peakRssBytes: number
+  victim: VictimRun
+  victimP99Ms: number
+  unloadedP99Ms: number
+  allowedP99Ms: number
+  daemonAlive: boolean
+  durationMs: number
+}
+
+export interface AttackOptions {
+  /** Issue-9 class (1-8) or 'own' for a variation designed here. */
+  klass: string
+  name: string
+  /** One attempt of the attack; resolves with the attacker's answer. */
+  attempt: (i: number) => Promise<GrpcMountResult>
+  /** Attempts in flight at once (a flood). Default 1. */
+  concurrency?: number
+  /**
+   * Repeat the attempt (a pod's retries) until the victim has its samples and at least
+   * `minDurationMs` passed. Default true; false: exactly `concurrency` attempts.
+   */
+  repeat?: boolean
+  /** Attempts stop after this many (default 200). */
+  maxAttempts?: number
+  minDurationMs?: number
+  /** Loaded victim samples wanted (default 100). */
+  victimSamples?: number
+  /** Unloaded victim samples taken right before the attack (default 60). */
+  refreshSamples?: number
+}
+
+/**
+ * Runs one attack against the daemon while the victim mounts, and records the figures. The
+ * caller asserts the attacker's answer; `checkIsolation` asserts the rest.
+ */
+export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOptions): Promise<AttackOutcome> {
+  const before = await victim.measureUnloaded(o.refreshSamples ?? 60)
+  if (before.failures.length > 0) {
+    throw new Error(`the victim failed before the attack: ${JSON.stringify(before.failures[0])}`)
+  }
+  d.watchdog.resetPeak()
+  const answers: GrpcMountResult[] = []
+  let attacking = true
+  let attempts = 0
+  const maxAttempts = o.maxAttempts ?? 200
+  const minDurationMs = o.minDurationMs ?? 1000
+  const wantSamples = o.victimSamples ?? 100
+  const started = performance.now()
+  let victimSamples = 0
+  const attacker = async (): Promise<void> => {
+    for (;;) {
+      if (attempts >= maxAttempts) return
+      const i = attempts++
+      answers[i] = await o.attempt(i)
+      if (o.repeat === false) return
+      if (!d.alive()) return
+      if (victimSamples >= wantSamples && performance.now() - started >= minDurationMs) return
+    }
+  }
+  const attackers = Promise.all(Array.from({ length: o.concurrency ?? 1 }, () => attacker())).finally(() => {
+    attacking = false
+  })
+  const victimRun: VictimRun = { latenciesMs: [], failures: [] }
+  const victimLoop = (async () => {
+    // The victim stops with the attack once it has its samples (or when the daemon is gone).
+    while ((attacking || victimRun.latenciesMs.length < wantSamples) && d.alive()) {
+      victim.record(victimRun, await victim.once())
+      victimSamples = victimRun.latenciesMs.length
+    }
+  })()
+  await Promise.all([attackers, victimLoop])
+  const durationMs = performance.now() - started
+  const outcome: AttackOutcome = {
+    answers,
+    answer: answers[0]!,
+    peakRssBytes: d.watchdog.peakBytes(),
+    victim: victimRun,
+    victimP99Ms: percentile(victimRun.latenciesMs, 99),
+    unloadedP99Ms: victim.unloadedP99Ms,
+    allowedP99Ms: allowedLoadedP99(victim.unloadedP99Ms),
+    daemonAlive: d.alive(),
+    durationMs,
+  }
+  report.add({
+    klass: o.klass,
+    name: o.name,
+    attempts: answers.length,
+    concurrency: o.concurrency ?? 1,
+    code: outcome.answer.grpcCode,
+    message: outcome.answer.message,
+    peakRssMiB: outcome.peakRssBytes / MiB,
+    unloadedP99Ms: outcome.unloadedP99Ms,
+    loadedP99Ms: outcome.victimP99Ms,
+    victimMounts: victimRun.latenciesMs.length,
+    victimFailures: victimRun.failures.length,
+  })
+  return outcome
+}
+
+/** The isolation half of every attack: daemon alive, under its limit, victim served and not starved. */
+export function checkIsolation(t: Test, d: AdversaryDaemon, out: AttackOutcome): void {
+  t.ok(out.daemonAlive, 'the daemon survived')
+  t.ok(
+    out.peakRssBytes <= d.limitBytes,
+    `peak RSS ${(out.peakRssBytes / MiB).toFixed(1)} MiB within the DaemonSet's ${d.limitBytes / MiB} MiB limit`,
+  )
+  t.same(out.victim.failures.slice(0, 3), [], "the victim's Mounts kept succeeding")
+  t.ok(
+    out.victimP99Ms <= out.allowedP99Ms,
+    `victim p99 ${out.victimP99Ms.toFixed(1)} ms under attack <= ${out.allowedP99Ms.toFixed(1)} ms ` +
+      `(unloaded p99 ${out.unloadedP99Ms.toFixed(1)} ms, ${out.victim.latenciesMs.length} Mounts)`,
+  )
+}
+
+// ---------------------------------------------------------------- fake hosts
+
+const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\./
+
+export interface RecordedRequest {
+  method: string
+  path: string
+  /** Lower-case header names. */
+  headerNames: string[]
+  vaultToken: boolean
+  authorization: boolean
+  /** A JWT-shaped string anywhere in the headers or the first MiB of the body. */
+  jwt: boolean
+  bodyBytes: number
+}
+
+export interface FakeHost {
+  /** e.g. https://127.0.0.1:41234 */
+  url: string
+  port: number
+  /** Every TCP connection, including those that never completed a TLS handshake or a request. */
+  connections: number
+  requests: RecordedRequest[]
+  /** Whether any request carried a token, a JWT or an Authorization header. */
+  sawCredentials(): boolean
+  close(): Promise<void>
+}
+
+export type FakeHandler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void
+
+export interface FakeHostOptions {
+  /** Serve HTTPS with this certificate and key (PEM). */
+  tls?: { cert: string; key: string }
+  /** Answers each request after its body was read; default 404 with Vault's error shape. */
+  handler?: FakeHandler
+}
+
+/** A loopback HTTP(S) server that records every connection and request it gets. */
+export async function startFakeHost(o: FakeHostOptions = {}): Promise<FakeHost> {
+  const requests: RecordedRequest[] = []
+  const sockets = new Set<net.Socket>()
+  let connections = 0
+  const handler: FakeHandler =
+    o.handler ??
+    ((_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[]}')
+    })
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const chunks: Buffer[] = []
+    let bytes = 0
+    req.on('data', (c: Buffer) => {
+      bytes += c.length
+      if (bytes <= MiB) chunks.push(c)
+    })
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      const headerText = JSON.stringify(req.headers)
+      requests.push({
+        method: req.method ?? '',
+        path: (req.url ?? '').slice(0, 200),
+        headerNames: Object.keys(req.headers),
+        vaultToken: req.headers['x-vault-token'] !== undefined,
+        authorization: req.headers.authorization !== undefined,
+        jwt: JWT_SHAPE.test(headerText) || JWT_SHAPE.test(body.toString('latin1')),
+        bodyBytes: bytes,
+      })
+      handler(req, res, body)
+    })
+  }
+  const server: http.Server | https.Server = o.tls
+    ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, onRequest)
+    : http.createServer(onRequest)
+  // The TCP-level event, before any TLS handshake: a refused host must not even see a connection.
+  server.on('connection', (s: net.Socket) => {
+    connections += 1
+    sockets.add(s)
+    s.once('close', () => sockets.delete(s))
+  })
+  server.on('tlsClientError', () => {
+    /* a client that gave up the handshake: counted as a connection already */
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  const port = (server.address() as net.AddressInfo).port
+  return {
+    url: `${o.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    port,
+    get connections() {
+      return connections
+    },
+    requests,
+    sawCredentials: () => requests.some((r) => r.vaultToken || r.authorization || r.jwt),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => r())
+      }),
+  }
+}
+
+/** A body of `totalBytes` written in chunks as the client reads (backpressure), cut when it hangs up. */
+export function streamBody(res: http.ServerResponse, totalBytes: number, chunk: Buffer): void {
+  let sent = 0
+  const pump = (): void => {
+    while (sent < totalBytes) {
+      const piece = totalBytes - sent >= chunk.length ? chunk : chunk.subarray(0, totalBytes - sent)
+      sent += piece.length
+      if (!res.write(piece)) {
+        res.once('drain', pump)
+        return
+      }
+    }
+    res.end()
+  }
+  res.on('close', () => {
+    sent = totalBytes
+  })
+  pump()
+}
+
+// ---------------------------------------------------------------- test PKI
+
+export interface TestPki {
+  dir: string
+  caCertPath: string
+  caPem: string
+  /** Server certificate for 127.0.0.1 / localhost. */
+  serverCertPath: string
+  serverKeyPath: string
+  serverCertPem: string
+  serverKeyPem: string
+  /** A client certificate (CN `clientCommonName`) signed by the CA. */
+  clientCertPath: string
+  clientKeyPath: string
+}
+
+/** A CA, a loopback server certificate and a client certificate, made with the machine's openssl. */
+export function makeTestPki(dir: string, clientCommonName = 'vault-csi-provider'): TestPki {
+  mkdirSync(dir, { recursive: true })
+  const p = (n: string): string => join(dir, n)
+  const ossl = (args: string[]): void => {
+    execFileSync('openssl', args, { stdio: 'ignore' })
+  }
+  ossl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/CN=adversary-test-ca',
+    '-days',
+    '2',
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.pem'),
+  ])
+  writeFileSync(p('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n')
+  writeFileSync(p('client.ext'), 'extendedKeyUsage=clientAuth\n')
+  for (const [who, cn] of [
+    ['server', 'localhost'],
+    ['client', clientCommonName],
+  ] as const) {
+    ossl([
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=${cn}`,
+      '-keyout',
+      p(`${who}.key`),
+      '-out',
+      p(`${who}.csr`),
+    ])
+    ossl([
+      'x509',
+      '-req',
+      '-in',
+      p(`${who}.csr`),
+      '-CA',
+      p('ca.pem'),
+      '-CAkey',
+      p('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      p(`${who}.ext`),
+      '-out',
+      p(`${who}.pem`),
+    ])
+  }
+  return {
+    dir,
+    caCertPath: p('ca.pem'),
+    caPem: readFileSync(p('ca.pem'), 'utf8'),
+    serverCertPath: p('server.pem'),
+    serverKeyPath: p('server.key'),
+    serverCertPem: readFileSync(p('server.pem'), 'utf8'),
+    serverKeyPem: readFileSync(p('server.key'), 'utf8'),
+    clientCertPath: p('client.pem'),
+    clientKeyPath: p('client.key'),
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+export interface ReportRow {
+  klass: string
+  name: string
+  attempts: number
+  concurrency: number
+  code: string
+  message: string
+  peakRssMiB: number
+  unloadedP99Ms: number
+  loadedP99Ms: number
+  victimMounts: number
+  victimFailures: number
+}
+
+/** Where the figures go (git-ignored): one file per suite, and all of them together. */
+export const REPORT_DIR = join(PACKAGE_ROOT, '.cache', 'adversarial-report')
+export const REPORT_FILE = join(PACKAGE_ROOT, '.cache', 'adversarial-report.md')
+
+function cell(s: string): string {
+  return s.replace(/\|/g, '\\|').replace(/\s+/g, ' ')
+}
+
+class Report {
+  readonly rows: ReportRow[] = []
+
+  add(row: ReportRow): void {
+    this.rows.push(row)
+  }
+
+  table(): string {
+    const head =
+      '| class | attack | attempts | peak RSS (MiB) | victim p99 unloaded / loaded (ms) | victim Mounts (failed) | answer |\n' +
+      '|---|---|---|---|---|---|---|\n'
+    return (
+      head +
+      this.rows
+        .map((r) => {
+          const msg = r.message.length > 220 ? `${r.message.slice(0, 220)}…` : r.message
+          const conc = r.concurrency > 1 ? ` (${r.concurrency} at once)` : ''
+          return (
+            `| ${r.klass} | ${cell(r.name)} | ${r.attempts}${conc} | ${r.peakRssMiB.toFixed(1)} | ` +
+            `${r.unloadedP99Ms.toFixed(1)} / ${r.loadedP99Ms.toFixed(1)} | ${r.victimMounts} (${r.victimFailures}) | ` +
+            `${r.code}: ${cell(msg)} |`
+          )
+        })
+        .join('\n') +
+      '\n'
+    )
+  }
+
+  /** Writes this suite's table and rebuilds the combined file from every suite's table. */
+  write(suite: string, notes: string[] = []): string {
+    mkdirSync(REPORT_DIR, { recursive: true })
+    const text = `## ${suite}\n\n${notes.map((n) => `${n}\n`).join('')}${notes.length ? '\n' : ''}${this.table()}`
+    writeFileSync(join(REPORT_DIR, `${suite}.md`), text)
+    const all = readdirSync(REPORT_DIR)
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => readFileSync(join(REPORT_DIR, f), 'utf8'))
+    writeFileSync(
+      REPORT_FILE,
+      `# Adversarial suite figures (test/adversarial, generated)\n\n` +
+        `Daemon: dist/ with the image's Node flags; limit: the DaemonSet's memory limit. ` +
+        `Victim p99 bound: max(2 x unloaded, unloaded + ${P99_FLOOR_MS} ms).\n\n` +
+        all.join('\n'),
+    )
+    return text
+  }
+}
+
+/** The figures of this test process (one suite file). */
+export const report = new Report()
