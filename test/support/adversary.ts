@@ -3,20 +3,19 @@
 // fake hosts on loopback that record what reaches them, and the report the closing note of
 // issue 9 copies (peak RSS, victim p99, the attacker's answer for every attack).
 //
-// Everything is real except the fake hosts: a real OpenBao cannot redirect, trickle, stream
-// gigabytes or echo pathological error texts, which is what those attacks need; each test
-// that uses one says so.
+// Everything is real except the fake hosts (adversary-hosts.ts, in a worker thread): a real
+// OpenBao cannot redirect, trickle, stream gigabytes or echo pathological error texts, which is
+// what those attacks need; each test that uses one says so.
 import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import http from 'node:http'
-import https from 'node:https'
-import type net from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { Worker } from 'node:worker_threads'
 import type { Test } from 'tap'
 import { parse as parseYaml } from 'yaml'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
+import type { HostConfig, HostKind, HostMessage, RecordedRequest } from './adversary-hosts.js'
 import { connectProvider, type GrpcMountResult, type ProviderGrpcClient } from './grpc-client.js'
 import { signServiceAccountJwt } from './jwt.js'
 import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
@@ -320,10 +319,11 @@ export interface AttackOptions {
   concurrency?: number
   /**
    * Repeat the attempt (a pod's retries) until the victim has its samples and at least
-   * `minDurationMs` passed. Default true; false: exactly `concurrency` attempts.
+   * `minDurationMs` passed (true, the default); false: exactly `concurrency` attempts (a
+   * burst); a number: exactly that many attempts in all.
    */
-  repeat?: boolean
-  /** Attempts stop after this many (default 200). */
+  repeat?: boolean | number
+  /** With repeat true, attempts stop after this many (default 200). */
   maxAttempts?: number
   minDurationMs?: number
   /** Loaded victim samples wanted (default 100). */
@@ -345,7 +345,8 @@ export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOpt
   const answers: GrpcMountResult[] = []
   let attacking = true
   let attempts = 0
-  const maxAttempts = o.maxAttempts ?? 200
+  const maxAttempts =
+    typeof o.repeat === 'number' ? o.repeat : o.repeat === false ? (o.concurrency ?? 1) : (o.maxAttempts ?? 200)
   const minDurationMs = o.minDurationMs ?? 1000
   const wantSamples = o.victimSamples ?? 100
   const started = performance.now()
@@ -355,8 +356,8 @@ export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOpt
       if (attempts >= maxAttempts) return
       const i = attempts++
       answers[i] = await o.attempt(i)
-      if (o.repeat === false) return
       if (!d.alive()) return
+      if (o.repeat !== true && o.repeat !== undefined) continue
       if (victimSamples >= wantSamples && performance.now() - started >= minDurationMs) return
     }
   }
@@ -417,121 +418,72 @@ export function checkIsolation(t: Test, d: AdversaryDaemon, out: AttackOutcome):
 
 // ---------------------------------------------------------------- fake hosts
 
-const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\./
-
-export interface RecordedRequest {
-  method: string
-  path: string
-  /** Lower-case header names. */
-  headerNames: string[]
-  vaultToken: boolean
-  authorization: boolean
-  /** A JWT-shaped string anywhere in the headers or the first MiB of the body. */
-  jwt: boolean
-  bodyBytes: number
-}
-
 export interface FakeHost {
   /** e.g. https://127.0.0.1:41234 */
   url: string
   port: number
-  /** Every TCP connection, including those that never completed a TLS handshake or a request. */
-  connections: number
-  requests: RecordedRequest[]
-  /** Whether any request carried a token, a JWT or an Authorization header. */
-  sawCredentials(): boolean
+  /** Every TCP connection so far, including those that never completed a TLS handshake or a request. */
+  connections(): Promise<number>
+  /** Every request so far. */
+  requests(): Promise<RecordedRequest[]>
   close(): Promise<void>
 }
 
-export type FakeHandler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => void
-
 export interface FakeHostOptions {
+  /** 'record' answers 404 to everything; 'hostile-vault': see adversary-hosts.ts. */
+  kind?: HostKind
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string; key: string }
-  /** Answers each request after its body was read; default 404 with Vault's error shape. */
-  handler?: FakeHandler
+  /** hostile-vault: where its redirects point. */
+  redirectTo?: string
 }
 
-/** A loopback HTTP(S) server that records every connection and request it gets. */
+/**
+ * A loopback HTTP(S) server in a worker thread that records every connection and request it
+ * gets; the counts are read after a round trip, so nothing the worker saw is missed.
+ */
 export async function startFakeHost(o: FakeHostOptions = {}): Promise<FakeHost> {
-  const requests: RecordedRequest[] = []
-  const sockets = new Set<net.Socket>()
+  const config: HostConfig = { kind: o.kind ?? 'record' }
+  if (o.tls !== undefined) config.tls = o.tls
+  if (o.redirectTo !== undefined) config.redirectTo = o.redirectTo
+  const worker = new Worker(new URL('./adversary-hosts.js', import.meta.url), {
+    workerData: { adversaryHost: config },
+  })
+  worker.unref()
+  const recorded: RecordedRequest[] = []
   let connections = 0
-  const handler: FakeHandler =
-    o.handler ??
-    ((_req, res) => {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[]}')
+  let nextSync = 0
+  const synced = new Map<number, () => void>()
+  const port = await new Promise<number>((resolve, reject) => {
+    worker.once('error', reject)
+    worker.on('message', (m: HostMessage) => {
+      if (m.type === 'listening') resolve(m.port)
+      else if (m.type === 'connection') connections += 1
+      else if (m.type === 'request') recorded.push(m.request)
+      else if (m.type === 'synced') synced.get(m.id)?.()
     })
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const chunks: Buffer[] = []
-    let bytes = 0
-    req.on('data', (c: Buffer) => {
-      bytes += c.length
-      if (bytes <= MiB) chunks.push(c)
-    })
-    req.on('end', () => {
-      const body = Buffer.concat(chunks)
-      const headerText = JSON.stringify(req.headers)
-      requests.push({
-        method: req.method ?? '',
-        path: (req.url ?? '').slice(0, 200),
-        headerNames: Object.keys(req.headers),
-        vaultToken: req.headers['x-vault-token'] !== undefined,
-        authorization: req.headers.authorization !== undefined,
-        jwt: JWT_SHAPE.test(headerText) || JWT_SHAPE.test(body.toString('latin1')),
-        bodyBytes: bytes,
-      })
-      handler(req, res, body)
-    })
-  }
-  const server: http.Server | https.Server = o.tls
-    ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, onRequest)
-    : http.createServer(onRequest)
-  // The TCP-level event, before any TLS handshake: a refused host must not even see a connection.
-  server.on('connection', (s: net.Socket) => {
-    connections += 1
-    sockets.add(s)
-    s.once('close', () => sockets.delete(s))
   })
-  server.on('tlsClientError', () => {
-    /* a client that gave up the handshake: counted as a connection already */
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  const port = (server.address() as net.AddressInfo).port
+  const sync = (): Promise<void> =>
+    new Promise((resolve) => {
+      const id = nextSync++
+      synced.set(id, resolve)
+      worker.postMessage({ type: 'sync', id })
+    })
   return {
     url: `${o.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
-    get connections() {
+    async connections() {
+      await sync()
       return connections
     },
-    requests,
-    sawCredentials: () => requests.some((r) => r.vaultToken || r.authorization || r.jwt),
-    close: () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy()
-        server.close(() => r())
-      }),
+    async requests() {
+      await sync()
+      return [...recorded]
+    },
+    async close() {
+      await worker.terminate()
+    },
   }
-}
-
-/** A body of `totalBytes` written in chunks as the client reads (backpressure), cut when it hangs up. */
-export function streamBody(res: http.ServerResponse, totalBytes: number, chunk: Buffer): void {
-  let sent = 0
-  const pump = (): void => {
-    while (sent < totalBytes) {
-      const piece = totalBytes - sent >= chunk.length ? chunk : chunk.subarray(0, totalBytes - sent)
-      sent += piece.length
-      if (!res.write(piece)) {
-        res.once('drain', pump)
-        return
-      }
-    }
-    res.end()
-  }
-  res.on('close', () => {
-    sent = totalBytes
-  })
-  pump()
 }
 
 // ---------------------------------------------------------------- test PKI
@@ -695,3 +647,5 @@ class Report {
 
 /** The figures of this test process (one suite file). */
 export const report = new Report()
+
+export type { RecordedRequest } from './adversary-hosts.js'

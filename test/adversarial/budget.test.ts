@@ -1,0 +1,90 @@
+// Issue 9, class 3 and variations: one Mount has one budget for everything it fetches and
+// renders (-max-mount-bytes), the node one for all Mounts in flight (-max-node-mount-bytes),
+// templates are bounded in output and in steps, and Vault bodies in size. Against the real
+// daemon and a real OpenBao holding the large secrets, while a victim pod mounts.
+import t, { type Test } from 'tap'
+import { expectAttack, finishSuite, startWorld } from '../support/adversary-world.js'
+
+t.setTimeout(5 * 60_000)
+
+function objectsText(n: number, line: (i: number) => string): string {
+  return Array.from({ length: n }, (_, i) => line(i)).join('\n')
+}
+
+t.test('Mount budgets', async (t) => {
+  const w = await startWorld()
+  t.teardown(() => w.stop())
+  const put = async (path: string, data: unknown): Promise<void> => {
+    const res = await w.bao.api('POST', `/v1/secret/data/${path}`, { data })
+    t.equal(res.status, 200, `kv put ${path}`)
+  }
+  await put('t34k', { p: 'p'.repeat(34_000) })
+  await put('eight', { p: 'e'.repeat(8 * 1024) })
+  await put('list', { l: Array.from({ length: 50 }, (_, i) => i) })
+  await put('three-megs', { a: 'a'.repeat(3 * 1024 * 1024), b: 'b'.repeat(3 * 1024 * 1024) })
+
+  // 999 templates, each 30 x 34 KB = 1.02 MB: under the per-template limit, 1 GB together.
+  const templates = objectsText(
+    999,
+    (i) => `- objectName: t${i}\n  secretPath: secret/data/t34k\n  template: "${'{{p}}'.repeat(30)}"`,
+  )
+  const budget = [/-max-mount-bytes/, /object "t\d+"|"t\d+"/]
+  const cases: Array<{
+    klass: string
+    name: string
+    objects: string
+    code: string
+    message: RegExp[]
+    concurrency?: number
+  }> = [
+    {
+      klass: '3',
+      name: '999 templates of 1 MB each',
+      objects: templates,
+      code: 'ResourceExhausted',
+      message: budget,
+    },
+    {
+      klass: 'own',
+      name: '6 pods at once, each with 999 templates of 1 MB',
+      objects: templates,
+      code: 'ResourceExhausted',
+      message: [/-max-mount-bytes|-max-node-mount-bytes/],
+      concurrency: 6,
+    },
+    {
+      klass: 'own',
+      name: '3500 objects of 8 KiB each (28 MiB of files)',
+      objects: objectsText(3500, (i) => `- {objectName: o${i}, secretPath: secret/data/eight, secretKey: p}`),
+      code: 'ResourceExhausted',
+      message: [/-max-mount-bytes/, /"o\d+"/],
+    },
+    {
+      klass: 'own',
+      name: 'a template of 5 nested sections over a 50-item list (312 million steps, no output)',
+      objects: `- objectName: cpu\n  secretPath: secret/data/list\n  template: "${'{{#l}}'.repeat(5)}${'{{/l}}'.repeat(5)}"`,
+      code: 'InvalidArgument',
+      message: [/"cpu"/, /template/],
+    },
+    {
+      klass: 'own',
+      name: 'a real OpenBao answer of 6 MiB (over -max-vault-response-size)',
+      objects: '- objectName: big\n  secretPath: secret/data/three-megs\n  secretKey: a',
+      code: 'ResourceExhausted',
+      message: [/-max-vault-response-size/, /"big"/],
+    },
+  ]
+  for (const c of cases) {
+    await t.test(c.name, async (t: Test) => {
+      const attributes = w.attrs({ objects: c.objects })
+      await expectAttack(t, w, {
+        klass: c.klass,
+        name: c.name,
+        attempt: () => w.mount(attributes, 'null', 30_000),
+        expect: { code: c.code, message: c.message },
+        concurrency: c.concurrency ?? 1,
+      })
+    })
+  }
+  await finishSuite(t, w, 'budget')
+})
