@@ -70,12 +70,47 @@ export const ERROR_CATALOGUE = {
 export type ErrorCode = keyof typeof ERROR_CATALOGUE
 
 // Anything that looks like a JWT or a Vault/OpenBao token is cut out of
-// messages, in case a server ever echoes one back in its error text.
-const JWT_PATTERN = /eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g
-const VAULT_TOKEN_PATTERN = /\b(?:hv[sbr]|s|b|r)\.[A-Za-z0-9_-]{20,}/g
+// messages, in case a server ever echoes one back in its error text. Both
+// patterns run on untrusted text, so both are linear: a match can start only
+// where a run of token characters starts (the lookbehind and `\b`), and
+// inside it every quantifier is over a class without the character that
+// follows it, so no position is scanned more than a few times.
+const JWT_PATTERN = /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g
+/** Service (hvs.), batch (hvb.) and recovery (hvr.) tokens, and the pre-1.10 s./b./r. forms, short ones included. */
+const VAULT_TOKEN_PATTERN = /\b(?:hv[sbr]|s|b|r)\.[A-Za-z0-9_-]{8,}/g
+/** Characters a token or JWT is made of: a cut inside a run of them may leave a piece too short to recognise. */
+const TOKEN_CHAR = /[A-Za-z0-9_.-]/
+
+/** The longest message a ProviderError carries (a FailedMount event shows about 1 KiB anyway). */
+export const MAX_ERROR_MESSAGE_CHARS = 2048
 
 export function scrub(text: string): string {
   return text.replace(JWT_PATTERN, '[redacted-jwt]').replace(VAULT_TOKEN_PATTERN, '[redacted-token]')
+}
+
+/**
+ * `text` cut to at most `max` characters for scrubbing: when the cut falls
+ * inside a run of token characters, the whole run is dropped, so that no
+ * piece of a credential too short for scrub() to recognise survives. Linear.
+ */
+export function cutForScrub(text: string, max: number): string {
+  if (text.length <= max) return text
+  let end = max
+  while (end > 0 && TOKEN_CHAR.test(text[end - 1]!) && TOKEN_CHAR.test(text[end]!)) end -= 1
+  return text.slice(0, end)
+}
+
+/** Untrusted text longer than this is cut (cutForScrub) before it is scrubbed. */
+export const SCRUB_WINDOW_CHARS = 64 * 1024
+
+/**
+ * Untrusted text made safe to show: scrubbed first (within a bounded window),
+ * then cut to `max`, so that the cut can never leave a credential fragment
+ * that scrub() would no longer recognise.
+ */
+export function safeText(text: string, max: number): string {
+  const clean = scrub(cutForScrub(text, SCRUB_WINDOW_CHARS))
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean
 }
 
 export class ProviderError extends Error {
@@ -83,7 +118,7 @@ export class ProviderError extends Error {
   readonly grpcStatus: GrpcStatus
 
   constructor(code: ErrorCode, message: string) {
-    super(scrub(message))
+    super(safeText(message, MAX_ERROR_MESSAGE_CHARS))
     this.name = 'ProviderError'
     this.code = code
     this.grpcStatus = ERROR_CATALOGUE[code]
@@ -100,8 +135,7 @@ export function toProviderError(err: unknown): ProviderError {
   return new ProviderError('INTERNAL', 'internal error (see the provider log for details)')
 }
 
-/** Quotes a user-supplied string for an error message, cut to a sane length. */
+/** Quotes a user-supplied string for an error message: scrubbed before it is cut to a sane length. */
 export function q(value: string, max = 120): string {
-  const cut = value.length > max ? `${value.slice(0, max)}…` : value
-  return JSON.stringify(cut)
+  return JSON.stringify(safeText(value, max))
 }

@@ -5,7 +5,7 @@
  */
 import { pino, type Logger, type DestinationStream } from 'pino'
 import type { LogLevel } from '../config/config.js'
-import { scrub } from '../errors.js'
+import { safeText, scrub } from '../errors.js'
 
 export type { Logger }
 
@@ -28,6 +28,14 @@ export const REDACTED_KEYS = [
 ]
 
 const REDACT_PATHS = REDACTED_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`])
+
+/** The longest pod-supplied string a log line carries (a roleName can be 200 KB). */
+export const MAX_LOGGED_STRING_CHARS = 256
+
+/** A pod-supplied string as it may be logged: scrubbed, then cut to MAX_LOGGED_STRING_CHARS. */
+export function logString(value: string): string {
+  return safeText(value, MAX_LOGGED_STRING_CHARS)
+}
 
 /** Errors are reduced to fields the provider controls; library errors can carry request config and headers. */
 function safeErrorSerializer(err: unknown): Record<string, unknown> {

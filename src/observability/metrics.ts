@@ -39,11 +39,40 @@ export function grpcCodeName(code: number): string {
   return typeof name === 'string' ? name : 'UNKNOWN'
 }
 
-/** HTTP status label: `2xx` for a success (Vault's client hides 200 vs 204), the code, or `none` without an answer. */
+/** HTTP statuses Vault answers with that mean something distinct to an operator; the rest go to their class. */
+const DISTINCT_STATUSES = new Set([400, 401, 403, 404, 412, 429, 500, 502, 503, 504])
+
+/** Every value the `status` label can take: a fixed set, whatever a (pod-chosen) server answers. */
+export const STATUS_LABELS = [
+  '2xx',
+  '3xx',
+  '400',
+  '401',
+  '403',
+  '404',
+  '412',
+  '429',
+  '4xx',
+  '500',
+  '502',
+  '503',
+  '504',
+  '5xx',
+  'none',
+] as const
+
+/**
+ * HTTP status label: `2xx` for a success (Vault's client hides 200 vs 204),
+ * the code for the statuses Vault documents, the class (`3xx`, `4xx`, `5xx`)
+ * for any other, or `none` without an answer. A Mount may name any server as
+ * its Vault, so an unbucketed label would let it mint series at will.
+ */
 export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): string {
   if (event.ok) return '2xx'
-  if (event.status === undefined) return 'none'
-  return String(event.status)
+  const s = event.status
+  if (s === undefined || !Number.isInteger(s) || s < 200 || s > 599) return 'none'
+  if (DISTINCT_STATUSES.has(s)) return String(s)
+  return `${Math.floor(s / 100)}xx`
 }
 
 export interface ProviderMetricsOptions {
@@ -87,7 +116,7 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     })
     this.vaultRequests = new Counter({
       name: `${METRIC_PREFIX}vault_requests_total`,
-      help: 'HTTP calls to Vault, by operation and HTTP status ("2xx", the failing code, or "none" when Vault did not answer).',
+      help: 'HTTP calls to Vault, by operation and HTTP status ("2xx"; 400, 401, 403, 404, 412, 429, 500, 502, 503, 504; otherwise "3xx", "4xx" or "5xx"; "none" when Vault did not answer).',
       labelNames: ['operation', 'status'],
       registers,
     })

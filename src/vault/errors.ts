@@ -4,9 +4,13 @@
  * (headers with the token, the login body with the JWT), so nothing of them is
  * kept but the HTTP status, Vault's `errors[]` and the socket error code.
  */
-import { ProviderError, type ErrorCode } from '../errors.js'
+import { ProviderError, cutForScrub, scrub, type ErrorCode } from '../errors.js'
 
 export const MAX_VAULT_ERROR_CHARS = 500
+/** Vault's errors[] can echo pod input (a 200 KB roleName): at most this many entries are read... */
+export const MAX_VAULT_ERRORS = 8
+/** ...each cut to this length before any pattern runs on it. */
+export const MAX_VAULT_ERROR_INPUT_CHARS = 4 * MAX_VAULT_ERROR_CHARS
 
 export interface VaultFailure {
   /** HTTP status, or undefined when no answer came back. */
@@ -31,24 +35,29 @@ const TLS_HINTS: Record<string, string> = {
 
 /**
  * Vault wraps errors in Go's multierror text ("1 error occurred:\n\t* x\n\n");
- * a FailedMount event reads better as one line: "x".
+ * a FailedMount event reads better as one line: "x". Linear on any input: the
+ * count pattern starts only at the first digit of a run, and bullets are
+ * stripped per line with an anchored pattern.
  */
 export function oneLine(text: string): string {
   return text
-    .replace(/\d+ errors? occurred:/g, '')
-    .split(/\n\s*\*\s*|\n/)
+    .replace(/(?<!\d)\d+ errors? occurred:/g, '')
+    .split('\n')
+    .map((line, i) => (i === 0 ? line : line.replace(/^\s*\*\s*/, '')))
     .map((part) => part.replace(/\s+/g, ' ').trim())
     .filter((part) => part !== '')
     .join('; ')
 }
 
+/** Vault's own error strings: bounded in number and length, scrubbed, each on one line. */
 function vaultErrors(body: unknown): string[] {
   if (body === null || typeof body !== 'object') return []
   const errors = (body as { errors?: unknown }).errors
   if (!Array.isArray(errors)) return []
   return errors
+    .slice(0, MAX_VAULT_ERRORS)
     .filter((e): e is string => typeof e === 'string')
-    .map(oneLine)
+    .map((e) => oneLine(scrub(cutForScrub(e, MAX_VAULT_ERROR_INPUT_CHARS))))
     .filter((e) => e !== '')
 }
 

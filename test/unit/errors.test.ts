@@ -3,8 +3,10 @@ import { status as GrpcStatus } from '@grpc/grpc-js'
 import {
   ERROR_CATALOGUE,
   ProviderError,
+  cutForScrub,
   isProviderError,
   q,
+  safeText,
   scrub,
   toProviderError,
   type ErrorCode,
@@ -146,4 +148,39 @@ t.test('q quotes and cuts', async (t) => {
   t.equal(q('x'.repeat(121)), `"${'x'.repeat(120)}…"`)
   t.equal(q('abcdef', 3), '"abc…"')
   t.equal(q(''), '""')
+})
+
+t.test('scrub finds short Vault tokens, and runs before any cut', async (t) => {
+  for (const token of ['hvs.ABCDEFGH', 'hvb.abcdefgh12', 'hvr.12345678', 's.AbCdEfGh', 'b.12345678', 'r.abcdefgh']) {
+    t.equal(scrub(`token ${token} expired`), 'token [redacted-token] expired', token)
+  }
+  t.equal(scrub('hvs.ABCDEFG'), 'hvs.ABCDEFG', 'seven characters are not a token')
+  // q() cuts a quoted value: the cut must not leave a piece of a token scrub() no longer sees.
+  const name = `${'n'.repeat(110)} ${HVS}`
+  t.equal(q(name), JSON.stringify(`${'n'.repeat(110)} [redacted…`))
+  t.notMatch(q(name), /hvs\./)
+  // A ProviderError message is scrubbed, then bounded.
+  const long = new ProviderError('VAULT_BAD_REQUEST', `${'x '.repeat(5000)}${HVS}`)
+  t.ok(long.message.length <= 2049, `${long.message.length} characters`)
+  t.notMatch(new ProviderError('VAULT_BAD_REQUEST', `${'x'.repeat(2040)} ${HVS}`).message, /hvs\./)
+})
+
+t.test('cutForScrub drops a token-character run cut in two, so no short fragment survives', async (t) => {
+  t.equal(cutForScrub('abc', 10), 'abc')
+  t.equal(cutForScrub(`see ${HVS} now`, 10), 'see ')
+  t.equal(cutForScrub('hello world', 6), 'hello ')
+  t.equal(cutForScrub('hello world', 5), 'hello')
+  t.equal(cutForScrub('x'.repeat(100), 50), '', 'one long run: nothing of it')
+})
+
+t.test('scrub is linear on hostile text (the inputs that made the old patterns quadratic)', async (t) => {
+  // No timing: these finish at once with linear patterns and would take minutes with quadratic ones
+  // (the test's timeout catches that). Their results are checked too.
+  const eyj = 'eyJ'.repeat(70_000)
+  t.equal(scrub(eyj), eyj)
+  const dotted = 'eyJaaaaa.'.repeat(30_000)
+  t.match(scrub(dotted), /^\[redacted-jwt\]/)
+  const s = 's.'.repeat(100_000)
+  t.equal(scrub(s), s)
+  t.equal(safeText('a'.repeat(1_000_000), 10), '')
 })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { grpcCodeName, ProviderMetrics, statusLabel } from '../../../src/observability/metrics.js'
+import { grpcCodeName, ProviderMetrics, STATUS_LABELS, statusLabel } from '../../../src/observability/metrics.js'
 
 async function sample(
   m: ProviderMetrics,
@@ -95,4 +95,48 @@ t.test('labels', async (t) => {
   t.equal(statusLabel({ ok: true, status: undefined }), '2xx')
   t.equal(statusLabel({ ok: false, status: 503 }), '503')
   t.equal(statusLabel({ ok: false, status: undefined }), 'none')
+})
+
+t.test('status labels are bucketed to a fixed set, whatever a server answers', async (t) => {
+  const cases: Array<[number | undefined, string]> = [
+    [undefined, 'none'],
+    [200, '2xx'],
+    [204, '2xx'],
+    [301, '3xx'],
+    [307, '3xx'],
+    [400, '400'],
+    [401, '401'],
+    [403, '403'],
+    [404, '404'],
+    [405, '4xx'],
+    [412, '412'],
+    [418, '4xx'],
+    [429, '429'],
+    [499, '4xx'],
+    [500, '500'],
+    [501, '5xx'],
+    [502, '502'],
+    [503, '503'],
+    [504, '504'],
+    [599, '5xx'],
+    [99, 'none'],
+    [150, 'none'],
+    [600, 'none'],
+    [999, 'none'],
+    [-1, 'none'],
+    [404.5, 'none'],
+  ]
+  for (const [status, label] of cases) t.equal(statusLabel({ ok: false, status }), label, String(status))
+  const m = new ProviderMetrics({ defaultMetrics: false })
+  for (let status = 100; status < 1000; status++) {
+    m.vaultCall({ operation: 'read', ok: false, status, durationMs: 1, description: 'GET x' })
+  }
+  const values = (await m.registry.getSingleMetric('vault_csi_provider_vault_requests_total')!.get()).values
+  const seen = new Set(values.map((v) => String(v.labels.status)))
+  t.ok(
+    [...seen].every((s) => (STATUS_LABELS as readonly string[]).includes(s)),
+    [...seen].join(','),
+  )
+  t.ok(seen.size <= STATUS_LABELS.length)
+  t.ok(values.length <= STATUS_LABELS.length, `${values.length} series for 900 statuses`)
 })

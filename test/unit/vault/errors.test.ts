@@ -3,6 +3,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import {
   MAX_VAULT_ERROR_CHARS,
+  oneLine,
   classify,
   describeFailure,
   isTimeout,
@@ -210,4 +211,31 @@ t.test('vaultError never leaks the token, the JWT or the request', async (t) => 
   // If Vault itself echoes a credential in errors[], it is scrubbed.
   const echoed = vaultError(httpError(400, { errors: [`bad jwt ${JWT}`, `token ${TOKEN} expired`] }), 'login', true)
   t.equal(echoed.message, 'login: Vault answered 400: bad jwt [redacted-jwt]; token [redacted-token] expired')
+})
+
+t.test('Vault error texts are cut and scrubbed before any pattern runs on them', async (t) => {
+  // Vault echoes pod input: a 200,000-character roleName in "role X not found".
+  const echoed = `role "${'a'.repeat(200_000)}" could not be found`
+  const err = vaultError(httpError(400, { errors: [echoed] }), 'login', true)
+  t.ok(err.message.length < MAX_VAULT_ERROR_CHARS + 40, `${err.message.length} characters`)
+  t.match(err.message, /^login: Vault answered 400: role "…|^login: Vault answered 400: role "$/)
+  // A token cut in two at the limit is gone entirely, not left as a short unrecognisable piece.
+  const padded = `${'x '.repeat(MAX_VAULT_ERROR_CHARS / 2 - 3)}${TOKEN}`
+  const cut = describeFailure(httpError(400, { errors: [padded] })).detail
+  t.notMatch(cut, /hvs\./)
+  t.notMatch(cut, TOKEN.slice(4, 12))
+  // Thousands of entries: a bounded number is read.
+  const many = describeFailure(httpError(400, { errors: Array.from({ length: 10_000 }, (_, i) => `e${i}`) })).detail
+  t.equal(many, 'e0; e1; e2; e3; e4; e5; e6; e7')
+})
+
+t.test('oneLine is linear and keeps its meaning', async (t) => {
+  t.equal(oneLine('1 error occurred:\n\t* permission denied\n\n'), 'permission denied')
+  t.equal(oneLine('2 errors occurred:\n\t* a\n\t* b\n\n'), 'a; b')
+  t.equal(oneLine('* first line keeps its star\n  * x'), '* first line keeps its star; x')
+  t.equal(oneLine('a\n\n   \n b'), 'a; b')
+  // Inputs that made the old patterns quadratic finish, with the right result (no timing asserted).
+  t.equal(oneLine('1'.repeat(100_000)), '1'.repeat(100_000))
+  t.equal(oneLine('\n'.repeat(100_000)), '')
+  t.equal(oneLine(`${'\n '.repeat(50_000)}x`), 'x')
 })
