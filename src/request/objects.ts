@@ -4,10 +4,12 @@
  * ProviderError naming the object and field out.
  */
 import { parseDocument, isMap, isSeq, isScalar, type YAMLMap, type YAMLSeq } from 'yaml'
+import { DEFAULT_MAX_OBJECTS_BYTES } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import { KeyPathSyntaxError, parseKeyPath } from '../render/select.js'
 import { TemplateSyntaxError, checkTemplate } from '../render/template.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
+import { yamlTreeProblem } from './yaml-prescan.js'
 import {
   ENCODINGS,
   METHODS,
@@ -19,7 +21,6 @@ import {
   type SecretObject,
 } from './types.js'
 
-export const MAX_OBJECTS_YAML_BYTES = 512 * 1024
 export const MAX_OBJECTS = 1000
 export const MAX_YAML_ALIASES = 50
 export const MAX_SECRET_ARGS_DEPTH = 16
@@ -58,11 +59,28 @@ function objectError(index: number, name: string | undefined, message: string): 
   return new ProviderError('BAD_OBJECT', `${which}: ${message}`)
 }
 
-/** YAML 1.1 (what Go's yaml.v2 reads) so that `filePermission: 0640` is octal, as users expect. */
-function loadYaml(text: string): unknown {
-  if (Buffer.byteLength(text) > MAX_OBJECTS_YAML_BYTES) {
-    throw new ProviderError('BAD_PARAMETER', `parameter "objects" is larger than ${MAX_OBJECTS_YAML_BYTES} bytes`)
+export interface ObjectsLimits {
+  /** -max-objects-size: the text's size in bytes. */
+  maxBytes: number
+}
+
+export const DEFAULT_OBJECTS_LIMITS: ObjectsLimits = { maxBytes: DEFAULT_MAX_OBJECTS_BYTES }
+
+/**
+ * YAML 1.1 (what Go's yaml.v2 reads) so that `filePermission: 0640` is octal,
+ * as users expect. The text is bounded in size, then in depth and nodes by a
+ * linear pre-scan, before the YAML library builds a tree from it.
+ */
+function loadYaml(text: string, limits: ObjectsLimits): unknown {
+  // Characters first: no byte count is taken of a text that is too long anyway.
+  if (text.length > limits.maxBytes || Buffer.byteLength(text) > limits.maxBytes) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `parameter "objects" is larger than ${limits.maxBytes} bytes (-max-objects-size)`,
+    )
   }
+  const problem = yamlTreeProblem(text)
+  if (problem) throw new ProviderError('BAD_PARAMETER', `parameter "objects" ${problem}`)
   const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: true })
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!
@@ -371,8 +389,8 @@ function checkTemplateReferences(objects: readonly SecretObject[]): void {
   }
 }
 
-export function parseObjects(text: string): SecretObject[] {
-  const data = loadYaml(text)
+export function parseObjects(text: string, limits: ObjectsLimits = DEFAULT_OBJECTS_LIMITS): SecretObject[] {
+  const data = loadYaml(text, limits)
   if (data === null || data === undefined) {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is empty: list at least one object')
   }
@@ -389,16 +407,21 @@ export function parseObjects(text: string): SecretObject[] {
     )
   }
   const objects = data.map((entry, i) => parseObject(i, entry))
-  const { duplicates, nested: allNested } = pathConflicts(objects.map((o) => o.objectName))
   // `a/b` beside a directory object `a` is fine unless a file collides (checked when rendering).
   const directories = new Set(
     objects.filter((o) => o.format && DIRECTORY_FORMATS.has(o.format)).map((o) => o.objectName),
   )
-  const nested = allNested.filter(([dir]) => !directories.has(dir))
+  const { duplicates, nested } = pathConflicts(
+    objects.map((o) => o.objectName),
+    { isDirectory: (dir) => directories.has(dir), maxNested: 1 },
+  )
   if (duplicates.length > 0) {
     throw new ProviderError(
       'BAD_OBJECT',
-      `objectName must be unique; duplicated: ${duplicates.map((d) => q(d)).join(', ')}`,
+      `objectName must be unique; duplicated: ${duplicates
+        .slice(0, 10)
+        .map((d) => q(d))
+        .join(', ')}${duplicates.length > 10 ? ` and ${duplicates.length - 10} more` : ''}`,
     )
   }
   if (nested.length > 0) {

@@ -8,7 +8,6 @@
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
-import { LRUCache } from 'lru-cache'
 import { parseObjects } from './objects.js'
 import type { MountSpec, PodIdentity, PodToken, SecretObject } from './types.js'
 
@@ -16,6 +15,31 @@ export const DEFAULT_AUDIENCE = 'vault'
 export const DEFAULT_FILE_MODE = 0o644
 export const MAX_ATTRIBUTES_BYTES = 1024 * 1024
 export const MAX_ATTRIBUTE_COUNT = 512
+/** Names (role, audience, namespace, auth mount, TLS server name): Vault and Kubernetes names are far shorter. */
+export const MAX_NAME_PARAMETER_CHARS = 256
+export const MAX_ADDRESS_PARAMETER_CHARS = 2048
+/** File paths: PATH_MAX. */
+export const MAX_PATH_PARAMETER_CHARS = 4096
+
+/**
+ * Free-text parameters and their length limits, checked before any is used
+ * (a 200 KB roleName once reached a log line, Vault and a regular expression).
+ * `objects` has its own limit, the -max-objects-size flag.
+ */
+const PARAMETER_LIMITS: ReadonlyArray<readonly [string, number]> = [
+  ['roleName', MAX_NAME_PARAMETER_CHARS],
+  ['audience', MAX_NAME_PARAMETER_CHARS],
+  ['vaultNamespace', MAX_NAME_PARAMETER_CHARS],
+  ['vaultAuthMountPath', MAX_NAME_PARAMETER_CHARS],
+  ['vaultKubernetesMountPath', MAX_NAME_PARAMETER_CHARS],
+  ['vaultTLSServerName', MAX_NAME_PARAMETER_CHARS],
+  ['vaultSkipTLSVerify', MAX_NAME_PARAMETER_CHARS],
+  ['vaultAddress', MAX_ADDRESS_PARAMETER_CHARS],
+  ['vaultCACertPath', MAX_PATH_PARAMETER_CHARS],
+  ['vaultCADirectory', MAX_PATH_PARAMETER_CHARS],
+  ['vaultTLSClientCertPath', MAX_PATH_PARAMETER_CHARS],
+  ['vaultTLSClientKeyPath', MAX_PATH_PARAMETER_CHARS],
+]
 
 export const ATTR = {
   podName: 'csi.storage.k8s.io/pod.name',
@@ -25,6 +49,34 @@ export const ATTR = {
   tokens: 'csi.storage.k8s.io/serviceAccount.tokens',
   secretProviderClass: 'secretProviderClass',
 } as const
+
+/** Attributes the driver and kubelet write (Kubernetes names are at most 253 characters). */
+const IDENTITY_ATTRIBUTES = [
+  ATTR.podName,
+  ATTR.podNamespace,
+  ATTR.podUid,
+  ATTR.serviceAccount,
+  ATTR.secretProviderClass,
+]
+
+/** Every bounded attribute within its limit, before any of them is used or logged. */
+function checkLengths(attrs: Map<string, string>): void {
+  for (const [key, max] of PARAMETER_LIMITS) {
+    const value = attrs.get(key)
+    if (value !== undefined && value.length > max) {
+      throw new ProviderError('BAD_PARAMETER', `parameter ${q(key)} is longer than ${max} characters`)
+    }
+  }
+  for (const key of IDENTITY_ATTRIBUTES) {
+    const value = attrs.get(key)
+    if (value !== undefined && value.length > MAX_NAME_PARAMETER_CHARS) {
+      throw new ProviderError(
+        'BAD_REQUEST',
+        `attribute ${q(key)} is longer than ${MAX_NAME_PARAMETER_CHARS} characters`,
+      )
+    }
+  }
+}
 
 /** What a bare MountRequest carries, independent of gRPC. */
 export interface RawMountRequest {
@@ -229,30 +281,26 @@ function parseTls(attrs: Map<string, string>, defaults: VaultTlsConfig): VaultTl
   return tls
 }
 
+/** Turns the `objects` text into objects: parseObjects, or a cache in front of it (request/objects-cache.ts). */
+export type ObjectsParser = (text: string) => SecretObject[]
+
 /**
- * Every pod of a SecretProviderClass sends the same `objects` text on every
- * re-mount: parse each distinct text once. Parsing is pure and its result is
- * never mutated, so sharing it is safe; failures are not cached.
+ * `parseObjectsText` is injected by the composition root (a byte-bounded cache
+ * owned by the MountService); without it every call parses with the default
+ * -max-objects-size.
  */
-const PARSED_OBJECTS_CACHE_SIZE = 256
-const parsedObjects = new LRUCache<string, SecretObject[]>({ max: PARSED_OBJECTS_CACHE_SIZE })
-
-function parseObjectsCached(text: string): SecretObject[] {
-  let objects = parsedObjects.get(text)
-  if (!objects) {
-    objects = parseObjects(text)
-    parsedObjects.set(text, objects)
-  }
-  return objects
-}
-
-export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults): MountSpec {
+export function parseMountRequest(
+  raw: RawMountRequest,
+  defaults: VaultDefaults,
+  parseObjectsText: ObjectsParser = (text) => parseObjects(text),
+): MountSpec {
   if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
     throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
   }
   const attrs = parseStringMap(raw.attributes, 'attributes')
   const secrets = parseSecrets(raw.secrets)
   const defaultMode = parsePermission(raw.permission)
+  checkLengths(attrs)
 
   const roleName = attrs.get('roleName')
   if (roleName === undefined || roleName === '') {
@@ -275,7 +323,7 @@ export function parseMountRequest(raw: RawMountRequest, defaults: VaultDefaults)
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }
-  const objects = parseObjectsCached(objectsText)
+  const objects = parseObjectsText(objectsText)
 
   // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
   const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)

@@ -168,3 +168,27 @@ t.test('pathConflicts', async (t) => {
   t.strictSame(both.duplicates, ['x'])
   t.strictSame(both.nested, [['x', 'x/y']])
 })
+
+t.test('pathConflicts on thousands of deep names: correct results', async (t) => {
+  // 120 names of 2,000 levels once took 6.8 s (every prefix built as a string); the results are what is asserted.
+  const deep = (i: number): string => `${Array.from({ length: 2000 }, () => 'd').join('/')}/f${i}`
+  const names = Array.from({ length: 3000 }, (_, i) => (i < 120 ? deep(i) : `n${i}/${'e/'.repeat(100)}x`))
+  t.strictSame(pathConflicts(names), { duplicates: [], nested: [] })
+  // A file at one of the shared directories: every name below it conflicts; the first few are reported.
+  const dir = Array.from({ length: 1000 }, () => 'd').join('/')
+  const withFile = [...names, dir]
+  const found = pathConflicts(withFile)
+  t.equal(found.nested.length, 16, 'bounded report')
+  t.strictSame(found.nested[0], [dir, deep(0)])
+  t.strictSame(pathConflicts(withFile, { maxNested: 1000 }).nested.length, 120)
+  t.strictSame(pathConflicts(withFile, { isDirectory: (p) => p === dir }).nested, [])
+  // Same hash input order does not matter; duplicates are still found among many.
+  const dups = pathConflicts([...names, names[5]!, names[2999]!])
+  t.strictSame(dups.duplicates, [names[5], names[2999]])
+  // A chain of nested names: n²/2 pairs exist, at most maxNested are built.
+  const chain = Array.from({ length: 2000 }, (_, i) => Array.from({ length: i + 1 }, () => 'c').join('/'))
+  t.equal(pathConflicts(chain).nested.length, 16)
+  t.strictSame(pathConflicts(chain).nested[0], ['c', 'c/c'])
+  // Prefixes that are not at a "/" never conflict.
+  t.strictSame(pathConflicts(['ab', 'abc/d', 'a/b', 'a.b/c']).nested, [])
+})

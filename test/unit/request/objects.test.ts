@@ -1,16 +1,11 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { DEFAULT_MAX_OBJECTS_BYTES } from '../../../src/config/config.js'
 import { parse as parseYaml } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import { canonicalJson } from '../../../src/render/canonical-json.js'
-import {
-  MAX_OBJECTS,
-  MAX_OBJECTS_YAML_BYTES,
-  MAX_SECRET_ARGS_DEPTH,
-  normaliseSecretPath,
-  parseObjects,
-} from '../../../src/request/objects.js'
+import { MAX_OBJECTS, MAX_SECRET_ARGS_DEPTH, normaliseSecretPath, parseObjects } from '../../../src/request/objects.js'
 import type { SecretObject } from '../../../src/request/types.js'
 import { thrown } from '../../support/thrown.js'
 
@@ -476,10 +471,17 @@ t.test('object count and size limits', async (t) => {
   t.equal(tooMany.code, 'BAD_PARAMETER')
   t.equal(tooMany.message, `parameter "objects" lists ${MAX_OBJECTS + 1} objects; at most ${MAX_OBJECTS} are allowed`)
 
-  const huge = `- objectName: a\n  secretPath: x\n  secretKey: ${'k'.repeat(MAX_OBJECTS_YAML_BYTES)}\n`
+  const huge = `- objectName: a\n  secretPath: x\n  secretKey: ${'k'.repeat(DEFAULT_MAX_OBJECTS_BYTES)}\n`
   const tooBig = providerError(() => parseObjects(huge))
   t.equal(tooBig.code, 'BAD_PARAMETER')
-  t.equal(tooBig.message, `parameter "objects" is larger than ${MAX_OBJECTS_YAML_BYTES} bytes`)
+  t.equal(tooBig.message, 'parameter "objects" is larger than 262144 bytes (-max-objects-size)')
+  // The flag's value is the limit, counted in bytes (UTF-8), and shown.
+  const text = `- {objectName: a, secretPath: x, secretKey: ${'é'.repeat(600)}}`
+  t.equal(parseObjects(text, { maxBytes: 2048 }).length, 1)
+  t.equal(
+    providerError(() => parseObjects(text, { maxBytes: 1024 })).message,
+    'parameter "objects" is larger than 1024 bytes (-max-objects-size)',
+  )
 })
 
 t.test('config is canonical: key order does not matter', async (t) => {
@@ -649,4 +651,45 @@ t.test('the objects of examples/outputs-secretproviderclass.yaml parse', async (
     new Set(objects.map((o) => o.format).filter(Boolean)),
     new Set(['json', 'yaml', 'env', 'properties', 'files', 'tls']),
   )
+})
+
+t.test('hostile YAML is refused before the YAML library builds a tree', async (t) => {
+  const deep = `- ${'['.repeat(60_000)}${']'.repeat(60_000)}`
+  const deepErr = providerError(() => parseObjects(deep))
+  t.equal(deepErr.code, 'BAD_PARAMETER')
+  t.equal(deepErr.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+  t.equal(deepErr.message, 'parameter "objects" nests collections more than 32 levels deep')
+  const blockDeep = `${'- '.repeat(100)}x\n`
+  t.equal(providerError(() => parseObjects(blockDeep)).message, deepErr.message)
+  const flood = `- [${'a,'.repeat(120_000)}]`
+  t.match(providerError(() => parseObjects(flood)).message, /^parameter "objects" has more than 25000 YAML nodes/)
+})
+
+t.test('parsing a hostile text near the size limit fits in a small heap', async (t) => {
+  // A child process with a 48 MiB heap: the YAML library's tree for any of these texts needs more
+  // than that (the parse of the first once took the heap from 71 to 356 MiB), so without the
+  // pre-scan the child dies of "heap out of memory". No timing, no measurement: it fits or it dies.
+  const loader = process.execArgv.filter((a) => a.includes('@tapjs/typescript'))
+  const source = new URL('../../../src/request/objects.ts', import.meta.url).href
+  const script = `
+    const { parseObjects } = await import(${JSON.stringify(source)})
+    const n = 250 * 1024
+    let nest = ''
+    while (nest.length < n) nest += '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],'
+    const texts = ['- ' + '['.repeat(n / 2) + ']'.repeat(n / 2), '- [' + nest + ']', '- [' + 'a,'.repeat(n / 2 - 8) + ']']
+    const before = process.memoryUsage().heapUsed
+    const out = texts.map((text) => { try { parseObjects(text); return 'parsed' } catch (e) { return e.code } })
+    const grew = process.memoryUsage().heapUsed - before
+    console.log(JSON.stringify({ out, grewMiB: grew / 1048576 }))
+  `
+  const { execFileSync } = await import('node:child_process')
+  const stdout = execFileSync(
+    process.execPath,
+    [...loader, '--max-old-space-size=48', '--max-semi-space-size=2', '--input-type=module', '-e', script],
+    { encoding: 'utf8' },
+  )
+  const result = JSON.parse(stdout.trim().split('\n').pop()!) as { out: string[]; grewMiB: number }
+  t.same(result.out, ['BAD_PARAMETER', 'BAD_PARAMETER', 'BAD_PARAMETER'])
+  // A generous bound only (garbage not yet collected counts too): the tree itself would be ~100 MiB.
+  t.ok(result.grewMiB < 32, `heap grew ${result.grewMiB.toFixed(1)} MiB`)
 })

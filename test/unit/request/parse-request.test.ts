@@ -295,6 +295,34 @@ t.test('roleName is required', async (t) => {
   }
 })
 
+t.test('free-text parameters are bounded before they are used', async (t) => {
+  const long = (n: number) => 'r'.repeat(n)
+  t.equal(parseMountRequest(request({ roleName: long(256) }), DEFAULTS).roleName, long(256))
+  const role = providerError(() => parseMountRequest(request({ roleName: long(200_000) }), DEFAULTS))
+  t.equal(role.code, 'BAD_PARAMETER')
+  t.equal(role.message, 'parameter "roleName" is longer than 256 characters')
+  const cases: Array<[string, number]> = [
+    ['audience', 256],
+    ['vaultNamespace', 256],
+    ['vaultAuthMountPath', 256],
+    ['vaultKubernetesMountPath', 256],
+    ['vaultTLSServerName', 256],
+    ['vaultAddress', 2048],
+    ['vaultCACertPath', 4096],
+    ['vaultCADirectory', 4096],
+    ['vaultTLSClientCertPath', 4096],
+    ['vaultTLSClientKeyPath', 4096],
+  ]
+  for (const [key, max] of cases) {
+    const err = providerError(() => parseMountRequest(request({ [key]: long(max + 1) }), DEFAULTS))
+    t.equal(err.code, 'BAD_PARAMETER', key)
+    t.equal(err.message, `parameter "${key}" is longer than ${max} characters`)
+  }
+  const pod = providerError(() => parseMountRequest(request({ 'csi.storage.k8s.io/pod.name': long(300) }), DEFAULTS))
+  t.equal(pod.code, 'BAD_REQUEST')
+  t.equal(pod.message, 'attribute "csi.storage.k8s.io/pod.name" is longer than 256 characters')
+})
+
 t.test('objects is required and parsed', async (t) => {
   for (const objects of [undefined, '', '   \n']) {
     const err = providerError(() => parseMountRequest(request({ objects }), DEFAULTS))

@@ -1,0 +1,69 @@
+/**
+ * Every pod of a SecretProviderClass sends the same `objects` text on every
+ * (re-)mount: parse each distinct text once. One instance is built by the
+ * composition root and owned by the MountService.
+ *
+ * Failures are cached too, so a pod retrying a refused text costs a hash, not
+ * a parse. Entries are keyed by the text's SHA-256 (the cache never holds the
+ * texts) and bounded in bytes, with the text's length standing in for the
+ * size of what was parsed from it. Parsed objects are never mutated, so
+ * sharing them between Mounts is safe.
+ */
+import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import { isProviderError, type ProviderError } from '../errors.js'
+import { DEFAULT_OBJECTS_LIMITS, parseObjects, type ObjectsLimits } from './objects.js'
+import type { SecretObject } from './types.js'
+
+/** Total size of the texts whose parse results are kept. */
+export const DEFAULT_OBJECTS_CACHE_BYTES = 16 * 1024 * 1024
+/** What an entry costs besides its text: the key, the entry, a refusal's message. */
+const ENTRY_OVERHEAD_BYTES = 512
+
+type Entry = { objects: SecretObject[]; error?: undefined } | { objects?: undefined; error: ProviderError }
+
+export interface ObjectsCacheOptions {
+  limits?: ObjectsLimits
+  maxBytes?: number
+}
+
+export class ObjectsCache {
+  private readonly limits: ObjectsLimits
+  private readonly entries: LRUCache<string, Entry>
+
+  constructor(opts: ObjectsCacheOptions = {}) {
+    this.limits = opts.limits ?? DEFAULT_OBJECTS_LIMITS
+    this.entries = new LRUCache<string, Entry>({ maxSize: opts.maxBytes ?? DEFAULT_OBJECTS_CACHE_BYTES })
+  }
+
+  /** The objects of `text`, or the ProviderError it was refused with (the same one on every call). */
+  parse(text: string): SecretObject[] {
+    // A text over the limit is refused before it is hashed; the refusal costs no more than a cache hit.
+    if (text.length > this.limits.maxBytes) return parseObjects(text, this.limits)
+    const key = createHash('sha256').update(text).digest('base64')
+    let entry = this.entries.get(key)
+    if (entry === undefined) {
+      try {
+        entry = { objects: parseObjects(text, this.limits) }
+      } catch (err) {
+        // Anything else is a bug; it is not cached, so it stays visible.
+        if (!isProviderError(err)) throw err
+        entry = { error: err }
+      }
+      // A refusal keeps only its message: its cost does not grow with the text.
+      const size = entry.error ? ENTRY_OVERHEAD_BYTES + entry.error.message.length : ENTRY_OVERHEAD_BYTES + text.length
+      this.entries.set(key, entry, { size })
+    }
+    if (entry.error) throw entry.error
+    return entry.objects
+  }
+
+  /** Bytes accounted to the entries held (for tests and metrics). */
+  get sizeBytes(): number {
+    return this.entries.calculatedSize
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
