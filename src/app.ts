@@ -6,10 +6,12 @@ import { stat } from 'node:fs/promises'
 import type { ProviderConfig } from './config/config.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
+import { NodeBudget } from './mount/budget.js'
 import { MountService } from './mount/service.js'
 import type { Logger } from './observability/logger.js'
 import { ProviderMetrics } from './observability/metrics.js'
 import { combineObservers, type VaultObserver } from './observability/vault-observer.js'
+import { ObjectsCache } from './request/objects-cache.js'
 import { ProviderServer } from './server/grpc-server.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { AddressAllowlist } from './vault/address-allowlist.js'
@@ -107,6 +109,9 @@ export async function buildProvider(
     mountObserver: metrics,
     allowlist,
     breakers,
+    // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
+    objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
+    budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
   })
   const server: ProviderServer = new ProviderServer({
     socketPath: config.endpoint,

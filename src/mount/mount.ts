@@ -17,6 +17,7 @@ import type { BreakerRegistry } from '../vault/breaker.js'
 import type { SessionPool } from '../vault/pool.js'
 import type { FetchSource } from '../vault/secret-cache.js'
 import { describeRequest } from '../vault/session.js'
+import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
 
 /** Vault calls of one Mount in flight at once: fast for pods with many objects, gentle on Vault. */
@@ -53,7 +54,13 @@ function objectsLabel(spec: MountSpec, indexes: number[]): string {
   return names.length === 1 ? `object ${names[0]}` : `objects ${names.join(', ')}`
 }
 
-export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadline): Promise<MountResult> {
+/** `budget` (src/mount/budget.ts) is charged with every Vault answer and every rendered file as they come. */
+export async function runMount(
+  spec: MountSpec,
+  deps: MountDeps,
+  deadline: Deadline,
+  budget?: MountBudget,
+): Promise<MountResult> {
   // Before anything that could log in: a refused address never sees the pod's token.
   deps.allowlist?.check(spec.vault.address)
   deps.breakers?.admit(spec.vault)
@@ -78,16 +85,13 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
 
   // A template without secretPath reads only other objects: nothing to fetch for it.
   const plan = planRequests(spec.objects).filter((planned) => planned.request.path !== '')
-  const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, (planned) =>
-    session.fetch(
-      planned.request,
-      planned.key,
-      spec.pod.uid,
-      getJwt,
-      deadline,
-      objectsLabel(spec, planned.objectIndexes),
-    ),
-  ).catch((err: unknown) => {
+  const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, async (planned) => {
+    budget?.check()
+    const label = objectsLabel(spec, planned.objectIndexes)
+    const outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
+    budget?.chargeAnswer(outcome.body, label)
+    return outcome
+  }).catch((err: unknown) => {
     // A login that found Vault down (or silent) reaches here only as a ProviderError: one probe judges the address.
     if (isProviderError(err) && (err.code === 'VAULT_UNAVAILABLE' || err.code === 'DEADLINE_EXCEEDED')) {
       deps.breakers?.suspect(spec.vault)
@@ -108,7 +112,7 @@ export async function runMount(spec: MountSpec, deps: MountDeps, deadline: Deadl
       ? `object ${q(obj.objectName)} (template)`
       : `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`,
   )
-  const rendered = renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels)
+  const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget)
   const objects = spec.objects.map((obj, index) => versionObject(obj, rendered[index]!, key))
   checkVolume(objects)
 

@@ -5,16 +5,23 @@
  */
 import type { VaultDefaults } from '../config/config.js'
 import { toProviderError, type ProviderError } from '../errors.js'
+import { logString } from '../observability/logger.js'
 import type { MountObserver } from '../observability/metrics.js'
+import type { ObjectsCache } from '../request/objects-cache.js'
 import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
+import type { NodeBudget } from './budget.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
 
 export interface MountServiceOptions extends MountDeps {
   vaultDefaults: VaultDefaults
   /** Metrics: outcome, duration and in-flight count of every Mount. */
   mountObserver?: MountObserver
+  /** Parses `objects` texts (bounded by -max-objects-size) and keeps the results; without it every Mount parses. */
+  objectsCache?: ObjectsCache
+  /** -max-mount-bytes and -max-node-mount-bytes; without it Mounts are bounded only per object. */
+  budget?: NodeBudget
 }
 
 export class MountService {
@@ -36,9 +43,11 @@ export class MountService {
     this.inFlight += 1
     this.opts.mountObserver?.mountStarted()
     let spec: MountSpec | undefined
+    const cache = this.opts.objectsCache
+    const budget = this.opts.budget?.open()
     try {
-      spec = parseMountRequest(raw, this.opts.vaultDefaults)
-      const result = await runMount(spec, this.opts, deadline)
+      spec = parseMountRequest(raw, this.opts.vaultDefaults, cache ? (text) => cache.parse(text) : undefined)
+      const result = await runMount(spec, this.opts, deadline, budget)
       log.info(
         {
           ...this.summary(spec, started),
@@ -68,16 +77,18 @@ export class MountService {
       this.opts.mountObserver?.mountFinished('failure', perr.grpcStatus, perr.code, elapsedMs(started))
       throw perr
     } finally {
+      budget?.release()
       this.inFlight -= 1
     }
   }
 
+  /** Every pod-supplied string bounded (logString): a log line never grows with what a pod sends. */
   private summary(spec: MountSpec, started: bigint): Record<string, unknown> {
     return {
-      pod: `${spec.pod.namespace}/${spec.pod.name}`,
-      serviceAccount: spec.pod.serviceAccount,
-      secretProviderClass: spec.secretProviderClass,
-      role: spec.roleName,
+      pod: logString(`${spec.pod.namespace}/${spec.pod.name}`),
+      serviceAccount: logString(spec.pod.serviceAccount),
+      secretProviderClass: logString(spec.secretProviderClass),
+      role: logString(spec.roleName),
       objects: spec.objects.length,
       durationMs: elapsedMs(started),
     }

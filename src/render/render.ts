@@ -27,6 +27,14 @@ export interface RenderedObject {
   files: RenderedFile[]
 }
 
+/**
+ * What one Mount may still produce (src/mount/budget.ts): charge() counts
+ * bytes as they are produced and throws MOUNT_BUDGET_EXCEEDED naming `what`.
+ */
+export interface RenderBudget {
+  charge(bytes: number, what: string): void
+}
+
 /** The value of `@objectName` in a template: what that object selects, decoded. */
 export type ObjectValues = (objectName: string) => unknown
 
@@ -122,11 +130,13 @@ export function renderObject(
   defaultMode: number,
   label: string,
   objects: ObjectValues = NO_OBJECTS,
+  budget?: RenderBudget,
 ): RenderedFile[] {
   const mode = obj.filePermission ?? defaultMode
   if (obj.template !== undefined) {
     const root = obj.secretPath === '' ? undefined : decodedText(selectedValue(obj, body, label), obj.encoding, label)
-    const text = renderTemplate(obj.template, { root, object: objects, what: label })
+    const charge = budget ? (chars: number) => budget.charge(chars, label) : undefined
+    const text = renderTemplate(obj.template, { root, object: objects, what: label, charge })
     return [{ path: obj.objectName, mode, contents: Buffer.from(text, 'utf8') }]
   }
   if (obj.format === 'files') {
@@ -186,17 +196,23 @@ export function renderObject(
   return [{ path: obj.objectName, mode, contents }]
 }
 
+/** Lets other callbacks (health probes, other pods' Mounts) run between two objects. */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
 /**
  * Renders every object of a Mount. `bodies[i]` is the response object i
  * reads (undefined for a template without secretPath); templates see the
- * other objects through `@objectName`.
+ * other objects through `@objectName`. Every object's output is charged to
+ * `budget` as it is produced (a template's as it is written), and the event
+ * loop gets a turn between objects.
  */
-export function renderObjects(
+export async function renderObjects(
   objects: readonly SecretObject[],
   bodies: readonly unknown[],
   defaultMode: number,
   labels: readonly string[],
-): RenderedFile[][] {
+  budget?: RenderBudget,
+): Promise<RenderedFile[][]> {
   const index = new Map(objects.map((o, i) => [o.objectName, i]))
   const memo = new Map<number, unknown>()
   const values: ObjectValues = (name) => {
@@ -214,7 +230,20 @@ export function renderObjects(
     }
     return memo.get(i)
   }
-  return objects.map((obj, i) => renderObject(obj, bodies[i], defaultMode, labels[i]!, values))
+  const out: RenderedFile[][] = []
+  for (const [i, obj] of objects.entries()) {
+    if (i > 0) await yieldToEventLoop()
+    const label = labels[i]!
+    const files = renderObject(obj, bodies[i], defaultMode, label, values, budget)
+    // A template's output was charged while it was written.
+    if (obj.template === undefined)
+      budget?.charge(
+        files.reduce((n, f) => n + f.contents.length, 0),
+        label,
+      )
+    out.push(files)
+  }
+  return out
 }
 
 export function versionObject(obj: SecretObject, files: RenderedFile[], hmacKey: Buffer): RenderedObject {
@@ -231,7 +260,10 @@ export function checkVolume(objects: readonly RenderedObject[]): void {
       owner.set(f.path, o.id)
     }
   }
-  const { duplicates, nested } = pathConflicts(objects.flatMap((o) => o.files.map((f) => f.path)))
+  const { duplicates, nested } = pathConflicts(
+    objects.flatMap((o) => o.files.map((f) => f.path)),
+    { maxNested: 1 },
+  )
   if (duplicates.length > 0) {
     throw new ProviderError('BAD_FILE_PATH', `file ${q(duplicates[0]!)} would be written by more than one object`)
   }

@@ -94,6 +94,12 @@ export interface TemplateInput {
   object(name: string): unknown
   /** Names the object and field in errors. */
   what: string
+  /**
+   * Counts output characters against the Mount's budget as they are written,
+   * so that many templates, each within MAX_TEMPLATE_OUTPUT, are stopped
+   * together; throws when the budget is spent.
+   */
+  charge?: (chars: number) => void
 }
 
 interface Frame {
@@ -152,6 +158,7 @@ export function renderTemplate(template: string, input: TemplateInput): string {
         `${input.what}: template output exceeds ${MAX_TEMPLATE_OUTPUT} characters`,
       )
     }
+    input.charge?.(text.length)
     return text
   }
   const step = (): void => {

@@ -91,7 +91,6 @@ export class ProviderServer {
   private binds = 0
   private readonly instanceTag = randomBytes(3).toString('hex')
   private watchTimer: NodeJS.Timeout | undefined
-  private readonly serializeMountResponse: (value: unknown) => Buffer
   /** grpc.health.v1.Health on the same socket: SERVING between start() and stop(). */
   readonly health = new HealthState()
 
@@ -101,7 +100,6 @@ export class ProviderServer {
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     })
     const service = loadProviderService()
-    this.serializeMountResponse = service.Mount!.responseSerialize as (value: unknown) => Buffer
     this.server.addService(service, {
       Version: this.version.bind(this),
       Mount: this.mount.bind(this),
@@ -127,24 +125,19 @@ export class ProviderServer {
       .mount({ attributes: req.attributes, secrets: req.secrets, permission: req.permission }, deadline)
       .then(
         (result) => {
-          const response = {
-            object_version: result.objects.map((o) => ({ id: o.id, version: o.version })),
-            files: result.objects.flatMap((o) =>
-              o.files.map((f) => ({ path: f.path, mode: f.mode, contents: f.contents })),
-            ),
-          }
-          const tooLarge = checkResponseSize(
-            response,
-            result.objects,
-            this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
-            this.serializeMountResponse,
-          )
+          // Sized before it is built: a refused response is never assembled.
+          const tooLarge = checkResponseSize(result.objects, this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES)
           if (tooLarge) {
             this.opts.logger.warn({ code: tooLarge.code, reason: tooLarge.message }, 'mount response refused')
             callback(toStatus(tooLarge))
             return
           }
-          callback(null, response)
+          callback(null, {
+            object_version: result.objects.map((o) => ({ id: o.id, version: o.version })),
+            files: result.objects.flatMap((o) =>
+              o.files.map((f) => ({ path: f.path, mode: f.mode, contents: f.contents })),
+            ),
+          })
         },
         (err: unknown) => callback(toStatus(toProviderError(err))),
       )

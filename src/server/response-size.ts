@@ -4,42 +4,55 @@
  * response is assembled, and say which objects are the big ones instead.
  */
 import { ProviderError, q } from '../errors.js'
+import { formatBytes } from '../util/format-bytes.js'
+
+export { formatBytes }
 
 interface SizedObject {
   id: string
   version: string
-  files: ReadonlyArray<{ path: string; contents: Buffer }>
+  files: ReadonlyArray<{ path: string; mode: number; contents: Buffer }>
 }
 
-/** Upper bound of the protobuf encoding, without encoding: per field at most 1 tag + 5 length bytes. */
-function estimate(objects: readonly SizedObject[]): number {
+/** Bytes of a protobuf varint. */
+function varintBytes(n: number): number {
+  let bytes = 1
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80)
+    bytes += 1
+  }
+  return bytes
+}
+
+/** A length-delimited field (string, bytes, message) with a one-byte tag. */
+function fieldBytes(length: number): number {
+  return 1 + varintBytes(length) + length
+}
+
+/**
+ * The exact size of the MountResponse encoding (object_version = 1, files = 3),
+ * computed without encoding it: encoding a response that may be refused would
+ * copy every file once more. Fields are written when present, as the gRPC
+ * library's encoder does, empty or zero included.
+ */
+export function encodedResponseBytes(objects: readonly SizedObject[]): number {
   let n = 0
   for (const o of objects) {
-    n += 12 + Buffer.byteLength(o.id) + Buffer.byteLength(o.version) + 6
-    for (const f of o.files) n += 24 + Buffer.byteLength(f.path) + f.contents.length
+    n += fieldBytes(fieldBytes(Buffer.byteLength(o.id)) + fieldBytes(Buffer.byteLength(o.version)))
+    for (const f of o.files) {
+      const mode = 1 + (f.mode < 0 ? 10 : varintBytes(f.mode))
+      n += fieldBytes(fieldBytes(Buffer.byteLength(f.path)) + mode + fieldBytes(f.contents.length))
+    }
   }
   return n
 }
 
-export function formatBytes(n: number): string {
-  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MiB`
-  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`
-  return `${n} B`
-}
-
 /**
- * A RESPONSE_TOO_LARGE error when `response` encodes to more than
- * `limitBytes`, naming the largest objects; undefined when it fits. The exact
- * encoding is computed only when a cheap upper bound says it might not fit.
+ * A RESPONSE_TOO_LARGE error when the Mount's response encodes to more than
+ * `limitBytes`, naming the largest objects; undefined when it fits.
  */
-export function checkResponseSize(
-  response: unknown,
-  objects: readonly SizedObject[],
-  limitBytes: number,
-  serialize: (value: unknown) => Buffer,
-): ProviderError | undefined {
-  if (estimate(objects) <= limitBytes) return undefined
-  const size = serialize(response).length
+export function checkResponseSize(objects: readonly SizedObject[], limitBytes: number): ProviderError | undefined {
+  const size = encodedResponseBytes(objects)
   if (size <= limitBytes) return undefined
   const largest = objects
     .map((o) => ({ id: o.id, bytes: o.files.reduce((n, f) => n + f.contents.length, 0) }))

@@ -262,11 +262,70 @@ t.test('renderObjects: templates read other objects; without a template nothing 
     ].join('\n'),
   )
   const labels = objects.map((o) => `object "${o.objectName}"`)
-  const files = renderObjects(objects, [NESTED, NESTED, undefined, NESTED], 420, labels)
+  const files = await renderObjects(objects, [NESTED, NESTED, undefined, NESTED], 420, labels)
   t.equal(files[2]![0]!.contents.toString(), 'pg://h:5432/z')
   t.equal(files[3]![0]!.contents.toString(), 'h=dotted')
   t.ok(
     files[1]![0]!.contents.equals(renderObject(objects[1]!, NESTED, 420, labels[1]!)[0]!.contents),
     'whole response as before',
   )
+})
+
+t.test('renderObjects charges the Mount budget as it renders: the template that crosses it is named', async (t) => {
+  const { NodeBudget } = await import('../../../src/mount/budget.js')
+  // 50 templates of 100 KiB each, every one far below the per-template limit; the budget holds 1 MiB.
+  const big = { data: { blob: 'x'.repeat(100 * 1024) } }
+  const yaml = [
+    '- {objectName: src, secretPath: secret/data/big, secretKey: blob}',
+    ...Array.from({ length: 50 }, (_, i) => `- {objectName: t${i}, template: '{{@src}}'}`),
+  ].join('\n')
+  const objects = parseObjects(yaml)
+  const labels = objects.map((o) => `object "${o.objectName}"`)
+  const bodies = objects.map((o) => (o.secretPath === '' ? undefined : big))
+  const node = new NodeBudget({ mountBytes: 1024 * 1024, nodeBytes: 8 * 1024 * 1024 })
+  const budget = node.open()
+  const rendered: string[] = []
+  const tracking = {
+    charge(bytes: number, what: string) {
+      if (!rendered.includes(what)) rendered.push(what)
+      budget.charge(bytes, what)
+    },
+  }
+  const err = await renderObjects(objects, bodies, 420, labels, tracking).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(err instanceof ProviderError)
+  const pe = err as ProviderError
+  t.equal(pe.code, 'MOUNT_BUDGET_EXCEEDED')
+  // src writes 100 KiB, then t0..t8 100 KiB each: t9 is the one that crosses 1 MiB.
+  t.match(
+    pe.message,
+    /^object "t9" takes the Mount past its budget of 1\.0 MiB \(1048576 bytes, provider flag -max-mount-bytes\)/,
+  )
+  t.equal(rendered.at(-1), 'object "t9"', 'nothing after it was rendered')
+  t.ok(budget.bytesCharged <= 1024 * 1024)
+
+  // The same Mount with room for everything renders it all.
+  const roomy = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 16 * 1024 * 1024 }).open()
+  const files = await renderObjects(objects, bodies, 420, labels, roomy)
+  t.equal(files.length, 51)
+  t.equal(roomy.bytesCharged, 51 * 100 * 1024)
+})
+
+t.test('renderObjects lets the event loop run between objects', async (t) => {
+  const objects = parseObjects(
+    Array.from({ length: 20 }, (_, i) => `- {objectName: o${i}, secretPath: secret/data/app}`).join('\n'),
+  )
+  const immediate = new Promise<void>((resolve) => setImmediate(resolve))
+  let immediateRan = false
+  void immediate.then(() => (immediateRan = true))
+  const rendering = renderObjects(
+    objects,
+    objects.map(() => NESTED),
+    420,
+    objects.map((o) => o.objectName),
+  )
+  await rendering
+  t.ok(immediateRan, 'a callback queued before rendering ran before it finished')
 })

@@ -1,0 +1,142 @@
+/**
+ * One budget for everything a Mount holds in memory: the Vault answers it
+ * fetched and the files it rendered. Charged as each is produced, so the
+ * object that crosses the limit fails the Mount at once, naming it; not after
+ * everything is rendered (999 templates each under their own limit once took
+ * the daemon past 1.5 GiB).
+ *
+ * Each Mount's charges also count against a node-wide budget shared by every
+ * Mount in flight, returned when the Mount ends. A Mount that finds it spent
+ * fails at once (the driver retries it) instead of waiting: one attacker is
+ * stopped at its own -max-mount-bytes long before the node's budget, and
+ * small Mounts keep fitting beside it.
+ */
+import { ProviderError } from '../errors.js'
+import type { RenderBudget } from '../render/render.js'
+import { formatBytes } from '../util/format-bytes.js'
+
+export interface BudgetLimits {
+  /** -max-mount-bytes */
+  mountBytes: number
+  /** -max-node-mount-bytes */
+  nodeBytes: number
+}
+
+/** The node-wide budget; one instance, built by the composition root. */
+export class NodeBudget {
+  readonly limits: BudgetLimits
+  private used = 0
+
+  constructor(limits: BudgetLimits) {
+    this.limits = limits
+  }
+
+  /** Bytes charged by the Mounts in flight. */
+  get bytesInUse(): number {
+    return this.used
+  }
+
+  /** A budget for one Mount; call release() when the Mount has answered. */
+  open(): MountBudget {
+    return new MountBudget(this)
+  }
+
+  /** @internal Takes `bytes` from the node's budget, or returns false. */
+  reserve(bytes: number): boolean {
+    if (this.used + bytes > this.limits.nodeBytes) return false
+    this.used += bytes
+    return true
+  }
+
+  /** @internal */
+  give(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes)
+  }
+}
+
+export class MountBudget implements RenderBudget {
+  private readonly node: NodeBudget
+  private charged = 0
+  private released = false
+  /** Once the budget is exceeded every later charge fails with the same error: the first crossing is what the user sees. */
+  private exceeded: ProviderError | undefined
+
+  constructor(node: NodeBudget) {
+    this.node = node
+  }
+
+  get bytesCharged(): number {
+    return this.charged
+  }
+
+  /** Throws the error that exceeded the budget, if one did: work not yet started is not started. */
+  check(): void {
+    if (this.exceeded) throw this.exceeded
+  }
+
+  /** Counts `bytes` produced for `what` (e.g. `object "tls" (GET pki/issue/web)`); throws MOUNT_BUDGET_EXCEEDED. */
+  charge(bytes: number, what: string): void {
+    this.check()
+    if (bytes <= 0) return
+    const { mountBytes, nodeBytes } = this.node.limits
+    if (this.charged + bytes > mountBytes) {
+      this.exceeded = new ProviderError(
+        'MOUNT_BUDGET_EXCEEDED',
+        `${what} takes the Mount past its budget of ${formatBytes(mountBytes)} (${mountBytes} bytes, provider flag -max-mount-bytes) for everything one Mount fetches from Vault and writes; it had used ${formatBytes(this.charged)} before this object. Select less (secretKey, secretKeyPath), split the objects over several SecretProviderClasses, or raise -max-mount-bytes`,
+      )
+      throw this.exceeded
+    }
+    if (this.released || !this.node.reserve(bytes)) {
+      this.exceeded = new ProviderError(
+        'MOUNT_BUDGET_EXCEEDED',
+        `${what}: the provider's memory budget for all Mounts in flight on this node is spent (${formatBytes(nodeBytes)}, provider flag -max-node-mount-bytes); the driver retries this Mount. If this persists, look for pods whose Mounts are large, or raise -max-node-mount-bytes together with the DaemonSet's memory limit`,
+      )
+      throw this.exceeded
+    }
+    this.charged += bytes
+  }
+
+  /** Charges a Vault answer (parsed JSON) by its approximate size; counting stops once past the budget. */
+  chargeAnswer(body: unknown, what: string): void {
+    this.check()
+    this.charge(jsonSize(body, this.node.limits.mountBytes - this.charged + 1), what)
+  }
+
+  /** Returns everything charged to the node's budget. Idempotent. */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    this.node.give(this.charged)
+  }
+}
+
+/**
+ * About how many bytes `value` (a parsed Vault answer) takes as JSON: string
+ * lengths plus a few bytes per value and key. Stops counting once past
+ * `limit`, so the walk costs no more than the budget allows. Iterative: a
+ * deeply nested answer cannot exhaust the stack.
+ */
+export function jsonSize(value: unknown, limit = Number.POSITIVE_INFINITY): number {
+  let size = 0
+  const stack: unknown[] = [value]
+  while (stack.length > 0 && size <= limit) {
+    const v = stack.pop()
+    if (typeof v === 'string') size += v.length + 2
+    else if (Array.isArray(v)) {
+      size += 2
+      for (let i = 0; i < v.length && size <= limit; i++) {
+        size += 1
+        stack.push(v[i])
+      }
+    } else if (v !== null && typeof v === 'object') {
+      size += 2
+      for (const k in v) {
+        if (!Object.hasOwn(v, k)) continue
+        size += k.length + 4
+        if (size > limit) break
+        stack.push((v as Record<string, unknown>)[k])
+      }
+    } else size += 8
+  }
+  return size
+}

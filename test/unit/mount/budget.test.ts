@@ -1,0 +1,76 @@
+import t from 'tap'
+import { ProviderError } from '../../../src/errors.js'
+import { NodeBudget, jsonSize } from '../../../src/mount/budget.js'
+import { thrown } from '../../support/thrown.js'
+
+t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', async (t) => {
+  const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 10_000 })
+  const mount = node.open()
+  mount.charge(600, 'object "a"')
+  mount.charge(400, 'object "b"')
+  t.equal(mount.bytesCharged, 1000, 'exactly the budget is allowed')
+  const err = thrown(() => mount.charge(1, 'object "c" (GET secret/data/c)'), ProviderError)
+  t.equal(err.code, 'MOUNT_BUDGET_EXCEEDED')
+  t.equal(err.grpcStatus, 8, 'RESOURCE_EXHAUSTED')
+  t.match(
+    err.message,
+    /^object "c" \(GET secret\/data\/c\) takes the Mount past its budget of 1000 B \(1000 bytes, provider flag -max-mount-bytes\)/,
+  )
+  // Later work fails with the first crossing, not a new error naming a later object.
+  t.equal(
+    thrown(() => mount.charge(1, 'object "d"'), ProviderError),
+    err,
+  )
+  t.equal(
+    thrown(() => mount.check(), ProviderError),
+    err,
+  )
+  t.equal(node.bytesInUse, 1000)
+  mount.release()
+  mount.release()
+  t.equal(node.bytesInUse, 0, 'released once, whatever the outcome')
+})
+
+t.test('the node budget: a Mount that cannot reserve fails at once; small Mounts fit beside a big one', async (t) => {
+  const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 2500 })
+  const big1 = node.open()
+  const big2 = node.open()
+  big1.charge(1000, 'object "x"')
+  big2.charge(1000, 'object "y"')
+  const small = node.open()
+  small.charge(400, 'object "small"')
+  const late = node.open()
+  const err = thrown(() => late.charge(200, 'object "late"'), ProviderError)
+  t.equal(err.code, 'MOUNT_BUDGET_EXCEEDED')
+  t.match(
+    err.message,
+    /^object "late": the provider's memory budget for all Mounts in flight on this node is spent \(2\.4 KiB, provider flag -max-node-mount-bytes\); the driver retries this Mount/,
+  )
+  t.equal(node.bytesInUse, 2400, 'a refused charge takes nothing')
+  big1.release()
+  const next = node.open()
+  next.charge(900, 'object "next"')
+  t.equal(node.bytesInUse, 2300)
+  // A released budget charges nothing more to the node.
+  big1.release()
+  t.throws(() => big1.charge(1, 'object "after"'))
+  t.equal(node.bytesInUse, 2300)
+})
+
+t.test('answers are charged by their JSON size; the count stops past the limit', async (t) => {
+  t.equal(jsonSize('abc'), 5)
+  t.equal(jsonSize({ data: { password: 'x'.repeat(100) } }), 2 + 8 + 2 + 12 + 102)
+  t.ok(Math.abs(jsonSize([1, true, null, 'a']) - JSON.stringify([1, true, null, 'a']).length) < 32)
+  const big = { data: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, 'v'.repeat(100)])) }
+  const exact = jsonSize(big)
+  t.ok(exact > JSON.stringify(big).length * 0.9 && exact < JSON.stringify(big).length * 1.2)
+  t.ok(jsonSize(big, 1000) < 2000, 'stops soon after the limit')
+  // Deep answers do not exhaust the stack.
+  let deep: unknown = 'x'
+  for (let i = 0; i < 100_000; i++) deep = [deep]
+  t.equal(jsonSize(deep), 100_000 * 3 + 3)
+  const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 10_000 })
+  const mount = node.open()
+  mount.chargeAnswer({ data: { a: 'b' } }, 'object "a"')
+  t.equal(thrown(() => mount.chargeAnswer(big, 'objects "b", "c"'), ProviderError).code, 'MOUNT_BUDGET_EXCEEDED')
+})
