@@ -72,7 +72,7 @@ t.test('TLS: a CA file makes it work; without it the error says what to set', as
   t.equal(missingFile.result.grpcCode, 'InvalidArgument')
   t.match(
     missingFile.result.message,
-    /Vault CA certificate "\/nonexistent\/ca.pem" cannot be read in the provider pod \(ENOENT\)/,
+    /parameter "vaultCACertPath" "\/nonexistent\/ca.pem" cannot be read in the provider pod \(ENOENT\)/,
   )
 
   const skip = await fx.mount({ params: { objects: OBJECTS, vaultSkipTLSVerify: 'true' } })
