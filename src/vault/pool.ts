@@ -12,7 +12,16 @@ import { LRUCache } from 'lru-cache'
 import type { IdentityScopeName } from '../config/config.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver } from '../observability/vault-observer.js'
-import { connectionKey, createTransport, destroyTransport, type Transport } from './transport.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
+import { createVaultRequester, type VaultRequester } from './http.js'
+import {
+  connectionKey,
+  createTransport,
+  DEFAULT_TRANSPORT_OPTIONS,
+  destroyTransport,
+  type Transport,
+  type TransportOptions,
+} from './transport.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
 import { loadNodeVault, VaultSession, type VaultIdentity } from './session.js'
 
@@ -30,6 +39,10 @@ export interface SessionPoolOptions {
   logger: Logger
   /** Handed to every session: told about each Vault call. */
   observer?: VaultObserver
+  /** -max-tls-file-size, -tls-file-dirs, the operator's TLS files and the allow-list's connect check. */
+  transport?: TransportOptions
+  /** -max-vault-response-size */
+  maxVaultResponseBytes?: number
 }
 
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
@@ -52,9 +65,13 @@ export class SessionPool {
   private sweeper: NodeJS.Timeout | undefined
   /** One bounded store for what every identity has read: the memory bound is global. */
   private readonly secrets: SecretStore = createSecretStore()
+  private readonly requester: VaultRequester
 
   constructor(opts: SessionPoolOptions) {
     this.opts = opts
+    this.requester = createVaultRequester({
+      maxResponseBytes: opts.maxVaultResponseBytes ?? DEFAULT_MAX_VAULT_RESPONSE_BYTES,
+    })
     // Evicted for room, a session is only forgotten: its pods may still use its leases.
     this.sessions =
       opts.maxSessions > 0
@@ -82,7 +99,7 @@ export class SessionPool {
     const key = connectionKey(id.connection)
     let t = this.transports.get(key)
     if (!t) {
-      t = createTransport(id.connection)
+      t = createTransport(id.connection, this.opts.transport ?? DEFAULT_TRANSPORT_OPTIONS)
       // A failed set-up (unreadable CA file) must not stay cached.
       t.catch(() => this.transports.delete(key))
       this.transports.set(key, t)
@@ -101,6 +118,7 @@ export class SessionPool {
       {
         logger: this.opts.logger,
         observer: this.opts.observer,
+        requester: this.requester,
         staticFreshnessMs: this.opts.staticFreshnessMs,
         shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
         store: this.secrets,

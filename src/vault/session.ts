@@ -7,7 +7,9 @@
  * is refused, and what the identity has read (secret-cache.ts).
  */
 import type NodeVault from 'node-vault'
-import { ProviderError, q } from '../errors.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
+import { isProviderError, ProviderError, q, type ErrorCode } from '../errors.js'
+import { decodeServiceAccountJwt } from '../identity/claims.js'
 import type { Logger } from '../observability/logger.js'
 import { instrumentClient, type VaultObserver } from '../observability/vault-observer.js'
 import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../request/types.js'
@@ -17,6 +19,7 @@ import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secre
 import type { Transport } from './transport.js'
 import { breakerHooks } from './breaker.js'
 import { DEFAULT_RETRY_POLICY, withRetry } from './retry.js'
+import { createVaultRequester, nodeVaultRequestLayer, type VaultRequester } from './http.js'
 
 /** How many attempts a failed call took (set by send(), read by the error path). */
 const ATTEMPTS = new WeakMap<object, number>()
@@ -74,6 +77,26 @@ export interface SessionOptions extends SecretCacheOptions {
   logger: Logger
   /** Told about every HTTP call to Vault (metrics, the CLI's timings). */
   observer?: VaultObserver
+  /** The HTTP layer under node-vault (vault/http.ts): no redirects, bodies capped. */
+  requester?: VaultRequester
+}
+
+/** Refusals of the HTTP layer and the connection guard: they say what happened, the session says to which call. */
+const TRANSPORT_REFUSALS: ReadonlySet<ErrorCode> = new Set([
+  'VAULT_REDIRECT_REFUSED',
+  'VAULT_RESPONSE_TOO_LARGE',
+  'VAULT_ADDRESS_NOT_ALLOWED',
+])
+
+function transportRefusal(err: unknown, what: string): ProviderError | undefined {
+  if (!isProviderError(err) || !TRANSPORT_REFUSALS.has(err.code)) return undefined
+  return new ProviderError(err.code, `${what}: ${err.message}`)
+}
+
+function stringField(obj: unknown, key: string): string | undefined {
+  if (obj === null || typeof obj !== 'object') return undefined
+  const v = (obj as Record<string, unknown>)[key]
+  return typeof v === 'string' ? v : undefined
 }
 
 export type JwtSupplier = () => Promise<string>
@@ -117,6 +140,10 @@ export class VaultSession {
       namespace: identity.connection.namespace,
       // node-vault's debug output includes request bodies (the login JWT).
       debug: () => undefined,
+      // Replaces node-vault's axios call, which follows redirects and buffers any body (vault/http.ts).
+      'request-promise': nodeVaultRequestLayer(
+        opts.requester ?? createVaultRequester({ maxResponseBytes: DEFAULT_MAX_VAULT_RESPONSE_BYTES }),
+      ),
     })
     // node-vault falls back to VAULT_TOKEN / VAULT_NAMESPACE / VAULT_PREFIX from the
     // provider's own environment: a pod must never borrow the provider's identity.
@@ -174,11 +201,22 @@ export class VaultSession {
       if (isTimeout(err) && deadline.expired()) {
         throw new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
       }
-      throw vaultError(err, what, true)
+      throw transportRefusal(err, what) ?? vaultError(err, what, true)
     }
-    const auth = (body as { auth?: { client_token?: unknown; lease_duration?: unknown } } | null)?.auth
+    const auth = (body as { auth?: { client_token?: unknown; lease_duration?: unknown; metadata?: unknown } } | null)
+      ?.auth
     if (!auth || typeof auth.client_token !== 'string' || auth.client_token === '') {
       throw new ProviderError('VAULT_BAD_RESPONSE', `${what}: Vault's answer carries no client token`)
+    }
+    const mismatch = this.identityMismatch(auth.metadata, jwt)
+    if (mismatch !== undefined) {
+      await this.revokeForeign(auth.client_token)
+      throw new ProviderError(
+        'LOGIN_IDENTITY_MISMATCH',
+        `login at auth mount ${q(this.identity.authMount)} (role ${q(this.identity.role)}, Vault at ` +
+          `${this.identity.connection.address}) was not issued for the pod's service-account token (${mismatch}); ` +
+          "the provider's TLS client certificate never authenticates a pod: use a kubernetes or jwt auth mount",
+      )
     }
     const ttlSec = typeof auth.lease_duration === 'number' && auth.lease_duration > 0 ? auth.lease_duration : 0
     this.client.token = auth.client_token
@@ -195,6 +233,56 @@ export class VaultSession {
       'logged in to Vault',
     )
     return state
+  }
+
+  /**
+   * Why a login answer was not issued for the pod's JWT, or undefined when it
+   * was. kubernetes and jwt auth both put the role into auth.metadata, and
+   * kubernetes auth the service account it verified; an answer without the
+   * role came from a method that ignored the JWT (cert auth answers for the
+   * provider's own TLS client certificate).
+   */
+  private identityMismatch(metadata: unknown, jwt: string): string | undefined {
+    const role = stringField(metadata, 'role')
+    if (role === undefined) {
+      return stringField(metadata, 'cert_name') !== undefined || stringField(metadata, 'common_name') !== undefined
+        ? 'Vault answered for a certificate identity'
+        : 'the answer names no role'
+    }
+    if (role !== this.identity.role) return `the answer is for role ${q(role)}`
+    const pod = this.identity.pod
+    const ns = stringField(metadata, 'service_account_namespace')
+    if (ns !== undefined && ns !== pod.namespace) return `the answer is for namespace ${q(ns)}`
+    const sa = stringField(metadata, 'service_account_name')
+    if (sa !== undefined && sa !== pod.serviceAccount) return `the answer is for service account ${q(sa)}`
+    const uid = stringField(metadata, 'service_account_uid')
+    if (uid !== undefined) {
+      let jwtUid: string | undefined
+      try {
+        jwtUid = decodeServiceAccountJwt(jwt).serviceAccount.uid
+      } catch {
+        jwtUid = undefined
+      }
+      if (jwtUid !== undefined && uid !== jwtUid) return 'the answer is for another service account UID'
+    }
+    return undefined
+  }
+
+  /** Best effort, bounded: a token that must not be used is not left valid either. */
+  private async revokeForeign(token: string): Promise<void> {
+    try {
+      await this.client.request({
+        path: '/auth/token/revoke-self',
+        method: 'POST',
+        json: {},
+        headers: { 'X-Vault-Token': token },
+        timeout: REVOKE_TIMEOUT_MS,
+        httpAgent: this.transport.httpAgent,
+        httpsAgent: this.transport.httpsAgent,
+      } as { path: string; method: string })
+    } catch (err) {
+      this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking a refused login token failed')
+    }
   }
 
   private tokenState(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenState {
@@ -301,6 +389,8 @@ export class VaultSession {
     if (isTimeout(err) && deadline.expired()) {
       return new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
     }
+    const refused = transportRefusal(err, what)
+    if (refused) return refused
     const failed = vaultError(err, what, false)
     const attempts =
       err !== null && typeof err === 'object' && !(err instanceof ProviderError) ? ATTEMPTS.get(err) : undefined
