@@ -3,6 +3,7 @@
  * them. The only module that knows all the others.
  */
 import { stat } from 'node:fs/promises'
+import { Counter, Gauge } from 'prom-client'
 import type { ProviderConfig } from './config/config.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
@@ -49,6 +50,28 @@ async function chooseHmacKey(
   return ephemeralKey()
 }
 
+/**
+ * The allow-list's state as metrics: a gauge (1 = -vault-addr-allowlist set)
+ * and a counter of Mounts that went through only because none is set.
+ * Returns the counter's increment for AddressAllowlist.
+ */
+function allowlistMetrics(metrics: ProviderMetrics, enabled: boolean): () => void {
+  const gauge = new Gauge({
+    name: 'vault_csi_provider_vault_address_allowlist_enabled',
+    help: '1 when -vault-addr-allowlist restricts the Vault addresses Mounts may use, 0 when any address is allowed',
+    registers: [metrics.registry],
+  })
+  gauge.set(enabled ? 1 : 0)
+  const unrestricted = new Counter({
+    name: 'vault_csi_provider_unrestricted_address_mounts_total',
+    help: 'Mounts whose Vault address was not checked because -vault-addr-allowlist is not set',
+    registers: [metrics.registry],
+  })
+  // Created now so that it reads 0 before the first Mount.
+  unrestricted.inc(0)
+  return () => unrestricted.inc()
+}
+
 /** How often a replaced instance checks that its successor still holds the socket. */
 export const STANDBY_POLL_MS = 1000
 
@@ -83,6 +106,18 @@ export async function buildProvider(
     env,
   })
   const hmacKey = await chooseHmacKey(config, kube, env, logger)
+  // Failure behaviour (docs/failure-behaviour.md): the address allow-list, checked per Mount and on
+  // every connection, and one breaker registry that both the Mount (before login) and every Vault
+  // session report to.
+  const allowlist = new AddressAllowlist(config.vaultAddrAllowlist, {
+    onUnrestricted: metrics ? allowlistMetrics(metrics, config.vaultAddrAllowlist.length > 0) : undefined,
+  })
+  if (allowlist.allowsAny) {
+    logger.warn(
+      'no -vault-addr-allowlist: Mounts may send pod tokens to any Vault address their SecretProviderClass names; ' +
+        'set -vault-addr-allowlist to the addresses of your Vault servers',
+    )
+  }
   const pool = new SessionPool({
     maxSessions: config.cacheSize,
     scope: config.identityScope,
@@ -91,13 +126,14 @@ export async function buildProvider(
     idleRevokeMs: config.identityIdleMs,
     logger,
     observer: vaultObserver,
+    transport: {
+      maxTlsFileBytes: config.limits.maxTlsFileBytes,
+      tlsFileDirs: config.limits.tlsFileDirs,
+      operatorTls: config.vault.tls,
+      allowlist,
+    },
+    maxVaultResponseBytes: config.limits.maxVaultResponseBytes,
   })
-  // Failure behaviour (docs/failure-behaviour.md): the address allow-list, and one breaker
-  // registry that both the Mount (before login) and every Vault session report to.
-  const allowlist = new AddressAllowlist(config.vaultAddrAllowlist)
-  if (allowlist.allowsAny) {
-    logger.info('no -vault-addr-allowlist: Mounts may use any Vault address their SecretProviderClass names')
-  }
   const breakers = new BreakerRegistry({}, undefined, logger)
   installBreakers(breakers)
   const mountService = new MountService({
@@ -109,6 +145,7 @@ export async function buildProvider(
     mountObserver: metrics,
     allowlist,
     breakers,
+    tokenRequestAudiences: config.tokenRequestAudiences,
     // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
     objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),

@@ -7,6 +7,7 @@
 import { ProviderError, q } from '../errors.js'
 import type { KubeClient } from '../kube/client.js'
 import type { MountSpec } from '../request/types.js'
+import { checkPodToken } from './claims.js'
 
 export const TOKEN_REQUEST_SECONDS = 600
 
@@ -17,11 +18,33 @@ export interface PodCredential {
   source: TokenSource
 }
 
-export async function obtainPodToken(spec: MountSpec, kube: KubeClient | undefined): Promise<PodCredential> {
+export interface PodTokenOptions {
+  /** -token-request-audiences: the audiences the provider may ask the Kubernetes API for. */
+  tokenRequestAudiences: readonly string[]
+  /** The clock the token's expiry is judged by (injected for tests). */
+  now: () => number
+}
+
+/**
+ * The pod's token, checked against the Mount's attributes before anything
+ * (a cached Vault token or secret included) is used for the Mount.
+ */
+export async function obtainPodToken(
+  spec: MountSpec,
+  kube: KubeClient | undefined,
+  opts: PodTokenOptions,
+): Promise<PodCredential> {
   const { audience, pod } = spec
   if (spec.podTokens !== undefined) {
     const entry = spec.podTokens.get(audience)
-    if (entry) return { jwt: entry.token, source: 'driver' }
+    if (entry) {
+      checkPodToken(
+        entry.token,
+        { namespace: pod.namespace, serviceAccount: pod.serviceAccount, podName: pod.name, podUid: pod.uid, audience },
+        opts.now(),
+      )
+      return { jwt: entry.token, source: 'driver' }
+    }
     const available = [...spec.podTokens.keys()].map((a) => q(a)).join(', ') || 'none'
     throw new ProviderError(
       'NO_POD_TOKEN',
@@ -36,6 +59,17 @@ export async function obtainPodToken(spec: MountSpec, kube: KubeClient | undefin
         'configure the driver with tokenRequests (audience "vault")',
     )
   }
+  // Any pod may name any audience; a token for an audience the operator did not allow could open other doors.
+  if (!opts.tokenRequestAudiences.includes(audience)) {
+    const allowed = opts.tokenRequestAudiences.map((a) => q(a)).join(', ') || 'none'
+    throw new ProviderError(
+      'AUDIENCE_NOT_ALLOWED',
+      `the provider may not request service-account tokens for audience ${q(audience)} ` +
+        `(-token-request-audiences allows ${allowed}); set the "audience" parameter to one of those, ` +
+        'or configure the driver with tokenRequests for this audience',
+    )
+  }
+  // The API server checks that the pod name, UID and service account belong together before it issues this.
   const issued = await kube.createPodToken(pod.namespace, pod.serviceAccount, {
     audience,
     podName: pod.name,

@@ -3,6 +3,7 @@
  * plan the distinct Vault requests, fetch them as the pod, render each object.
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
+import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
 import { isProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
@@ -32,6 +33,10 @@ export interface MountDeps {
   allowlist?: AddressAllowlist
   /** Fail fast while the Mount's Vault address is known to be down. */
   breakers?: BreakerRegistry
+  /** -token-request-audiences: audiences the provider may request pod tokens for (default: "vault"). */
+  tokenRequestAudiences?: readonly string[]
+  /** The clock pod tokens' expiry is judged by; Date.now unless a test injects one. */
+  now?: () => number
 }
 
 export interface MountResult {
@@ -64,6 +69,18 @@ export async function runMount(
   // Before anything that could log in: a refused address never sees the pod's token.
   deps.allowlist?.check(spec.vault.address)
   deps.breakers?.admit(spec.vault)
+  // The pod's token first, checked against the attributes: nothing cached for the identity those
+  // attributes name (a Vault token, a secret) serves a Mount that cannot show that identity's token.
+  const credential = await obtainPodToken(spec, deps.kube, {
+    tokenRequestAudiences: deps.tokenRequestAudiences ?? DEFAULT_TOKEN_REQUEST_AUDIENCES,
+    now: deps.now ?? Date.now,
+  })
+  // Called only by a login: tells the Mount's log line which pod token one used.
+  let loggedIn = false
+  const getJwt = (): Promise<string> => {
+    loggedIn = true
+    return Promise.resolve(credential.jwt)
+  }
   const session = await deps.pool.session({
     connection: spec.vault,
     authMount: spec.authMount,
@@ -71,14 +88,6 @@ export async function runMount(
     audience: spec.audience,
     pod: spec.pod,
   })
-
-  // The pod's JWT is only needed if a login happens; fetch it at most once per Mount.
-  let credential: Promise<PodCredential> | undefined
-  const getJwt = async (): Promise<string> => {
-    credential ??= obtainPodToken(spec, deps.kube)
-    return (await credential).jwt
-  }
-
   // Fetched alongside Vault (memoised after the first Mount); a failure surfaces after the reads.
   const keyPromise = deps.hmacKey.get()
   keyPromise.catch(() => undefined)
@@ -120,6 +129,6 @@ export async function runMount(
     objects,
     vaultCalls: plan.length,
     sources: countSources(outcomes.map((o) => o.source)),
-    tokenSource: credential ? (await credential.catch(() => undefined))?.source : undefined,
+    tokenSource: loggedIn ? credential.source : undefined,
   }
 }

@@ -23,13 +23,20 @@ interface Entry {
   rest?: string
 }
 
+export interface AddressAllowlistOptions {
+  /** Told about every Mount that check() lets through only because no list is configured (a metric). */
+  onUnrestricted?: () => void
+}
+
 export class AddressAllowlist {
   private readonly entries: Entry[]
+  private readonly onUnrestricted: (() => void) | undefined
   readonly raw: readonly string[]
 
   /** Throws an Error naming the entry when one is not a valid address. */
-  constructor(entries: readonly string[]) {
+  constructor(entries: readonly string[], opts: AddressAllowlistOptions = {}) {
     this.raw = entries
+    this.onUnrestricted = opts.onUnrestricted
     this.entries = entries.map((e) => {
       let normal: string
       try {
@@ -63,6 +70,10 @@ export class AddressAllowlist {
 
   /** Throws PERMISSION_DENIED naming the address, where it came from and what is allowed. */
   check(address: string): void {
+    if (this.entries.length === 0) {
+      this.onUnrestricted?.()
+      return
+    }
     if (this.allows(address)) return
     throw new ProviderError(
       'VAULT_ADDRESS_NOT_ALLOWED',

@@ -32,3 +32,16 @@ t.test('host wildcards', async (t) => {
   t.throws(() => new AddressAllowlist(['https://vault.*.svc']), /only a leading "\*\." host wildcard/)
   t.throws(() => new AddressAllowlist(['ftp://x']), /-vault-addr-allowlist entry "ftp:\/\/x"/)
 })
+
+t.test('onUnrestricted counts the Mounts let through only because no list is set', async (t) => {
+  let unrestricted = 0
+  const any = new AddressAllowlist([], { onUnrestricted: () => (unrestricted += 1) })
+  any.check('https://a:8200')
+  any.check('https://b:8200')
+  t.equal(unrestricted, 2)
+  let restricted = 0
+  const some = new AddressAllowlist(['https://a:8200'], { onUnrestricted: () => (restricted += 1) })
+  some.check('https://a:8200')
+  t.throws(() => some.check('https://b:8200'))
+  t.equal(restricted, 0, 'a configured list never counts')
+})
