@@ -19,7 +19,7 @@ t.test('Mount budgets', async (t) => {
     t.equal(res.status, 200, `kv put ${path}`)
   }
   await put('t34k', { p: 'p'.repeat(34_000) })
-  await put('eight', { p: 'e'.repeat(8 * 1024) })
+  await put('twenty', { p: 'e'.repeat(20 * 1024) })
   await put('list', { l: Array.from({ length: 50 }, (_, i) => i) })
   await put('three-megs', { a: 'a'.repeat(3 * 1024 * 1024), b: 'b'.repeat(3 * 1024 * 1024) })
 
@@ -36,6 +36,7 @@ t.test('Mount budgets', async (t) => {
     code: string
     message: RegExp[]
     concurrency?: number
+    repeat?: number
   }> = [
     {
       klass: '3',
@@ -54,8 +55,8 @@ t.test('Mount budgets', async (t) => {
     },
     {
       klass: 'own',
-      name: '3500 objects of 8 KiB each (28 MiB of files)',
-      objects: objectsText(3500, (i) => `- {objectName: o${i}, secretPath: secret/data/eight, secretKey: p}`),
+      name: '990 objects of 20 KiB each (19.3 MiB of files)',
+      objects: objectsText(990, (i) => `- {objectName: o${i}, secretPath: secret/data/twenty, secretKey: p}`),
       code: 'ResourceExhausted',
       message: [/-max-mount-bytes/, /"o\d+"/],
     },
@@ -72,6 +73,9 @@ t.test('Mount budgets', async (t) => {
       objects: '- objectName: big\n  secretPath: secret/data/three-megs\n  secretKey: a',
       code: 'ResourceExhausted',
       message: [/-max-vault-response-size/, /"big"/],
+      // A burst, not a sustained flood: the victim reads from the same OpenBao, which spends its
+      // own CPU encoding each 6 MiB answer; that load is Vault's, not the provider's.
+      repeat: 10,
     },
   ]
   for (const c of cases) {
@@ -83,6 +87,7 @@ t.test('Mount budgets', async (t) => {
         attempt: () => w.mount(attributes, 'null', 30_000),
         expect: { code: c.code, message: c.message },
         concurrency: c.concurrency ?? 1,
+        ...(c.repeat === undefined ? {} : { repeat: c.repeat }),
       })
     })
   }

@@ -211,7 +211,7 @@ t.test('-tls-file-dirs: pod-named TLS files only under the operator’s director
     t.equal(inside.grpcCode, 'OK', inside.message)
     // The victim itself uses -vault-tls-ca-cert (outside the directories) on every Mount.
     const victim = await w.victim.once()
-    t.equal(victim.result.grpcCode, 'OK', victim.result.message)
+    t.equal(victim.grpcCode, 'OK', victim.message)
   })
   await finishSuite(t, w, 'files-dirs')
 })

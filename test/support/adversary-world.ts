@@ -96,11 +96,11 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       { objects: [{ objectName: 'password', secretPath: 'secret/data/victim', secretKey: 'password' }] },
       victimPod,
     )
-    const victim = new Victim(
-      daemon.provider.socketPath,
-      () => victimAttrs,
-      (r) => r.ok && r.files.length === 1 && Buffer.from(r.files[0]!.contents).toString() === victimValue,
-    )
+    const victim = new Victim({
+      socketPath: daemon.provider.socketPath,
+      attributes: victimAttrs,
+      expected: victimValue,
+    })
     await victim.measureUnloaded(150, 20)
     const attacker = connectProvider(daemon.provider.socketPath, 64 * 1024 * 1024)
     return {
@@ -116,7 +116,7 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
         attacker.mount({ attributes, secrets: secretsField }, timeoutMs),
       async stop() {
         attacker.close()
-        victim.close()
+        await victim.close()
         await daemon.stop()
         await bao.stop()
       },

@@ -16,7 +16,8 @@ import type { Test } from 'tap'
 import { parse as parseYaml } from 'yaml'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import type { HostConfig, HostKind, HostMessage, RecordedRequest } from './adversary-hosts.js'
-import { connectProvider, type GrpcMountResult, type ProviderGrpcClient } from './grpc-client.js'
+import type { VictimConfig, VictimReply, VictimSample } from './adversary-victim.js'
+import type { GrpcMountResult } from './grpc-client.js'
 import { signServiceAccountJwt } from './jwt.js'
 import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
 
@@ -246,25 +247,50 @@ export interface VictimRun {
 /**
  * A pod that keeps mounting a small KV secret, one Mount after another on its own gRPC
  * connection (the driver's settings; a process per Mount through the driver client would
- * measure process start-up, not the daemon).
+ * measure process start-up, not the daemon), from a worker thread of its own.
  */
 export class Victim {
-  readonly client: ProviderGrpcClient
+  private readonly worker: Worker
+  private nextId = 0
+  private readonly pending = new Map<number, (s: VictimSample[]) => void>()
   unloadedP99Ms = Number.NaN
   unloadedSamples: number[] = []
+  /** Mounts done so far by the running loop. */
+  loopCount = 0
 
-  constructor(
-    socketPath: string,
-    private readonly attributes: () => string,
-    private readonly check: (r: GrpcMountResult) => boolean,
-  ) {
-    this.client = connectProvider(socketPath)
+  constructor(cfg: VictimConfig) {
+    this.worker = new Worker(new URL('./adversary-victim.js', import.meta.url), {
+      workerData: { adversaryVictim: cfg },
+    })
+    this.worker.unref()
+    this.worker.on('message', (m: VictimReply) => {
+      if (m.type === 'progress') {
+        this.loopCount = m.count
+        return
+      }
+      this.pending.get(m.id)?.(m.samples)
+      this.pending.delete(m.id)
+    })
   }
 
-  async once(): Promise<{ ms: number; result: GrpcMountResult }> {
-    const started = performance.now()
-    const result = await this.client.mount({ attributes: this.attributes() }, 20_000)
-    return { ms: performance.now() - started, result }
+  private send(cmd: { type: 'run'; count: number } | { type: 'loop' }): Promise<VictimSample[]> {
+    const id = this.nextId++
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve)
+      this.worker.postMessage({ ...cmd, id })
+    })
+  }
+
+  private static toRun(samples: VictimSample[]): VictimRun {
+    return {
+      latenciesMs: samples.map((s) => s.ms),
+      failures: samples.filter((s) => !s.ok).map((s) => ({ grpcCode: s.grpcCode, message: s.message })),
+    }
+  }
+
+  /** One victim Mount. */
+  async once(): Promise<VictimSample> {
+    return (await this.send({ type: 'run', count: 1 }))[0]!
   }
 
   /**
@@ -273,23 +299,27 @@ export class Victim {
    * load while keeping enough samples for a p99.
    */
   async measureUnloaded(n = 200, warmup = 0, window = 200): Promise<VictimRun> {
-    for (let i = 0; i < warmup; i++) await this.once()
-    const run: VictimRun = { latenciesMs: [], failures: [] }
-    for (let i = 0; i < n; i++) this.record(run, await this.once())
+    if (warmup > 0) await this.send({ type: 'run', count: warmup })
+    const run = Victim.toRun(await this.send({ type: 'run', count: n }))
     this.unloadedSamples = [...this.unloadedSamples, ...run.latenciesMs].slice(-window)
     this.unloadedP99Ms = percentile(this.unloadedSamples, 99)
     return run
   }
 
-  record(run: VictimRun, one: { ms: number; result: GrpcMountResult }): void {
-    run.latenciesMs.push(one.ms)
-    if (!this.check(one.result)) {
-      run.failures.push({ grpcCode: one.result.grpcCode, message: one.result.message.slice(0, 300) })
-    }
+  /** Mounts back to back until `stop` resolves; then at least `minSamples` in all. */
+  async loop(stop: Promise<unknown>, minSamples: number): Promise<VictimRun> {
+    this.loopCount = 0
+    const first = this.send({ type: 'loop' })
+    await stop
+    this.worker.postMessage({ type: 'stop' })
+    const samples = await first
+    if (samples.length < minSamples)
+      samples.push(...(await this.send({ type: 'run', count: minSamples - samples.length })))
+    return Victim.toRun(samples)
   }
 
-  close(): void {
-    this.client.close()
+  close(): Promise<number> {
+    return this.worker.terminate()
   }
 }
 
@@ -343,14 +373,12 @@ export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOpt
   }
   d.watchdog.resetPeak()
   const answers: GrpcMountResult[] = []
-  let attacking = true
   let attempts = 0
   const maxAttempts =
     typeof o.repeat === 'number' ? o.repeat : o.repeat === false ? (o.concurrency ?? 1) : (o.maxAttempts ?? 200)
   const minDurationMs = o.minDurationMs ?? 1000
   const wantSamples = o.victimSamples ?? 100
   const started = performance.now()
-  let victimSamples = 0
   const attacker = async (): Promise<void> => {
     for (;;) {
       if (attempts >= maxAttempts) return
@@ -358,21 +386,13 @@ export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOpt
       answers[i] = await o.attempt(i)
       if (!d.alive()) return
       if (o.repeat !== true && o.repeat !== undefined) continue
-      if (victimSamples >= wantSamples && performance.now() - started >= minDurationMs) return
+      if (victim.loopCount >= wantSamples && performance.now() - started >= minDurationMs) return
     }
   }
-  const attackers = Promise.all(Array.from({ length: o.concurrency ?? 1 }, () => attacker())).finally(() => {
-    attacking = false
-  })
-  const victimRun: VictimRun = { latenciesMs: [], failures: [] }
-  const victimLoop = (async () => {
-    // The victim stops with the attack once it has its samples (or when the daemon is gone).
-    while ((attacking || victimRun.latenciesMs.length < wantSamples) && d.alive()) {
-      victim.record(victimRun, await victim.once())
-      victimSamples = victimRun.latenciesMs.length
-    }
-  })()
-  await Promise.all([attackers, victimLoop])
+  const attackers = Promise.all(Array.from({ length: o.concurrency ?? 1 }, () => attacker()))
+  // The victim mounts for as long as the attack runs, and at least `wantSamples` times.
+  const victimLoop = victim.loop(attackers, wantSamples)
+  const [, victimRun] = await Promise.all([attackers, victimLoop])
   const durationMs = performance.now() - started
   const outcome: AttackOutcome = {
     answers,
