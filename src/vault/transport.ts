@@ -105,6 +105,9 @@ async function resolveAllowed(file: string, src: FileSource, opts: TransportOpti
   return real
 }
 
+/** Errors of files found over the cap, possibly after reading cap+1 bytes of them (see readCaDirectory). */
+const TOO_LARGE = new WeakSet<Error>()
+
 /**
  * Reads a regular file of at most `cap` bytes: stat before opening (a device,
  * FIFO or directory is never opened), O_NONBLOCK in case it was swapped for a
@@ -114,8 +117,14 @@ async function resolveAllowed(file: string, src: FileSource, opts: TransportOpti
 async function readCapped(real: string, shown: string, src: FileSource, cap: number): Promise<Buffer> {
   const notRegular = (): ProviderError =>
     new ProviderError('BAD_PARAMETER', `${src.name} ${q(shown)} is not a regular file`)
-  const tooLarge = (): ProviderError =>
-    new ProviderError('BAD_PARAMETER', `${src.name} ${q(shown)} is larger than ${cap} bytes (-max-tls-file-size)`)
+  const tooLarge = (): ProviderError => {
+    const err = new ProviderError(
+      'BAD_PARAMETER',
+      `${src.name} ${q(shown)} is larger than ${cap} bytes (-max-tls-file-size)`,
+    )
+    TOO_LARGE.add(err)
+    return err
+  }
   let st
   try {
     st = await stat(real)
@@ -199,10 +208,18 @@ async function readCaDirectory(dir: string, src: FileSource, opts: TransportOpti
       // Each entry passes the same checks as a single file (symlinks resolved, -tls-file-dirs, regular, capped).
       const real = await resolveAllowed(file, src, opts)
       return readCapped(real, file, src, opts.maxTlsFileBytes - total)
-    })().catch(() => undefined)
-    if (!content || !content.includes('-----BEGIN CERTIFICATE-----')) continue
-    pems.push(content)
+    })().catch((err: unknown) => {
+      // Possibly read up to the cap before it was found too large (procfs files claim size 0): that ends the scan.
+      if (err instanceof Error && TOO_LARGE.has(err)) total = opts.maxTlsFileBytes
+      return undefined
+    })
+    if (!content) {
+      if (total >= opts.maxTlsFileBytes) break
+      continue
+    }
+    // Everything read counts, certificate or not: a directory of junk costs no more than the cap.
     total += content.length
+    if (content.includes('-----BEGIN CERTIFICATE-----')) pems.push(content)
     if (total >= opts.maxTlsFileBytes) break
   }
   if (pems.length === 0) {
