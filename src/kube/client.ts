@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import https from 'node:https'
 import path from 'node:path'
-import { ProviderError } from '../errors.js'
+import { ProviderError, q } from '../errors.js'
 
 export const KUBE_REQUEST_TIMEOUT_MS = 10_000
 const SA_TOKEN_REREAD_MS = 60_000
@@ -150,7 +150,7 @@ export class KubeClient {
     serviceAccount: string,
     opts: { audience: string; podName: string; podUid: string; expirationSeconds: number },
   ): Promise<IssuedToken> {
-    const what = `TokenRequest for service account ${namespace}/${serviceAccount} (audience ${JSON.stringify(opts.audience)})`
+    const what = `TokenRequest for service account ${namespace}/${serviceAccount} (audience ${q(opts.audience)})`
     const res = await this.request(
       'POST',
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(serviceAccount)}/token`,
