@@ -101,7 +101,7 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       attributes: victimAttrs,
       expected: victimValue,
     })
-    await victim.measureUnloaded(150, 20)
+    await victim.measureUnloaded(30, 20)
     const attacker = connectProvider(daemon.provider.socketPath, 64 * 1024 * 1024)
     return {
       bao,
