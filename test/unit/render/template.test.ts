@@ -124,4 +124,48 @@ t.test('rendering is bounded', async (t) => {
   t.match(e.message, new RegExp(`more than ${MAX_TEMPLATE_STEPS} rendering steps`))
   const e2 = thrown(() => render('{{#l}}{{v}}{{/l}}', { l: big.slice(0, 20), v: 'y'.repeat(60_000) }), ProviderError)
   t.match(e2.message, /template output exceeds/)
+  // Empty sections iterate without a token inside: each iteration counts, or 50^5 iterations run.
+  let iterations = 0
+  class Counted<T> extends Array<T> {
+    override *[Symbol.iterator](): ArrayIterator<T> {
+      for (let i = 0; i < this.length; i++) {
+        iterations += 1
+        yield this[i]!
+      }
+      return undefined
+    }
+  }
+  const fifty = Counted.from({ length: 50 }, (_, i) => i)
+  const e3 = thrown(() => render(`${'{{#l}}'.repeat(5)}${'{{/l}}'.repeat(5)}`, { l: fifty }), ProviderError)
+  t.match(e3.message, new RegExp(`more than ${MAX_TEMPLATE_STEPS} rendering steps`))
+  t.ok(iterations <= MAX_TEMPLATE_STEPS, `${iterations} iterations before it stopped`)
+  // Under the limit, the same shape renders.
+  t.equal(render(`${'{{#l}}'.repeat(2)}.${'{{/l}}'.repeat(2)}`, { l: [...fifty] }), '.'.repeat(2500))
+})
+
+t.test('template output is charged as it is written', async (t) => {
+  const charged: number[] = []
+  const text = renderTemplate('a{{x}}b{{#l}}c{{/l}}', {
+    root: { x: 'xyz', l: [1, 2] },
+    object: () => undefined,
+    what: 'object "t"',
+    charge: (n) => charged.push(n),
+  })
+  t.equal(text, 'axyzbcc')
+  t.strictSame(charged, [1, 3, 1, 1, 1])
+  const stop = thrown(
+    () =>
+      renderTemplate('{{#l}}{{x}}{{/l}}', {
+        root: { x: 'y'.repeat(1000), l: [1, 2, 3] },
+        object: () => undefined,
+        what: 'object "t"',
+        charge: (n) => {
+          charged.push(n)
+          if (charged.length > 6) throw new ProviderError('MOUNT_BUDGET_EXCEEDED', 'object "t" takes the Mount past')
+        },
+      }),
+    ProviderError,
+  )
+  t.equal(stop.code, 'MOUNT_BUDGET_EXCEEDED')
+  t.equal(charged.length, 7, 'stopped at the second value')
 })
