@@ -6,10 +6,13 @@ import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { exclusiveSuite } from '../support/adversary.js'
 import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
 import { tempDirFor } from '../support/tmp.js'
 
-t.setTimeout(5 * 60_000)
+t.setTimeout(20 * 60_000)
+// One adversarial file at a time on this machine (see exclusiveSuite).
+await exclusiveSuite(t)
 
 const TLS_CAP = 1024 * 1024
 const notRegular = (param: string): RegExp[] => [new RegExp(`parameter "${param}"`), /is not a regular file/]

@@ -5,13 +5,15 @@
 // operator allows. All while a victim pod mounts through the same daemon.
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { makeTestPki, newPod } from '../support/adversary.js'
+import { makeTestPki, newPod, exclusiveSuite } from '../support/adversary.js'
 import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
 import { decodeJwtPayload, signJwt, signServiceAccountJwt } from '../support/jwt.js'
 import { startKubeApi } from '../support/kube-api.js'
 import { tempDirFor } from '../support/tmp.js'
 
-t.setTimeout(5 * 60_000)
+t.setTimeout(20 * 60_000)
+// One adversarial file at a time on this machine (see exclusiveSuite).
+await exclusiveSuite(t)
 
 async function metricsText(w: World): Promise<string> {
   const until = Date.now() + 10_000

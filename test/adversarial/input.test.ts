@@ -3,9 +3,12 @@
 // names) is bounded before it is used, against the real daemon and a real OpenBao while a
 // victim pod mounts.
 import t, { type Test } from 'tap'
+import { exclusiveSuite } from '../support/adversary.js'
 import { expectAttack, finishSuite, startWorld, ANY_ROLE, type World } from '../support/adversary-world.js'
 
-t.setTimeout(5 * 60_000)
+t.setTimeout(20 * 60_000)
+// One adversarial file at a time on this machine (see exclusiveSuite).
+await exclusiveSuite(t)
 
 const OBJECTS_CAP = 256 * 1024
 const obj = [{ objectName: 'password', secretPath: 'secret/data/victim', secretKey: 'password' }]

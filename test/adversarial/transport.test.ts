@@ -8,11 +8,13 @@
 // to an arbitrary host, stream gigabytes, trickle bytes or echo pathological error texts. The
 // victim mounts from a real OpenBao through the same daemon.
 import t, { type Test } from 'tap'
-import { checkIsolation, runAttack, startFakeHost } from '../support/adversary.js'
+import { checkIsolation, runAttack, startFakeHost, exclusiveSuite } from '../support/adversary.js'
 import { HOSTILE_TOKEN, SHORT_TOKENS } from '../support/adversary-hosts.js'
 import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
 
-t.setTimeout(5 * 60_000)
+t.setTimeout(20 * 60_000)
+// One adversarial file at a time on this machine (see exclusiveSuite).
+await exclusiveSuite(t)
 
 const STATUS_BUCKETS = new Set([
   '2xx',

@@ -8,7 +8,8 @@
 // what those attacks need; each test that uses one says so.
 import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Worker } from 'node:worker_threads'
@@ -687,3 +688,37 @@ class Report {
 export const report = new Report()
 
 export type { RecordedRequest } from './adversary-hosts.js'
+
+// ---------------------------------------------------------------- one suite at a time
+
+/**
+ * Holds a machine-wide lock for the rest of the test file: two adversarial files running at
+ * once would each measure the other's attacks in their victim's latency. The lock is a file
+ * holding the owner's pid; a lock whose owner is gone is taken over.
+ */
+export async function exclusiveSuite(t: Test, timeoutMs = 15 * 60_000): Promise<void> {
+  const lock = join(tmpdir(), 'vcp-adversarial.lock')
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' })
+      break
+    } catch {
+      const owner = Number(readFileSync(lock, { encoding: 'utf8', flag: 'a+' }) || 0)
+      let alive = owner > 0
+      try {
+        if (alive) process.kill(owner, 0)
+      } catch {
+        alive = false
+      }
+      if (!alive) rmSync(lock, { force: true })
+      else if (Date.now() > deadline) throw new Error(`another adversarial suite (pid ${owner}) holds ${lock}`)
+      else await new Promise((r) => setTimeout(r, 250))
+    }
+  }
+  const release = (): void => {
+    if (readFileSync(lock, { encoding: 'utf8', flag: 'a+' }) === String(process.pid)) rmSync(lock, { force: true })
+  }
+  process.once('exit', release)
+  t.teardown(release)
+}
