@@ -60,6 +60,8 @@ export class MountBudget implements RenderBudget {
   private released = false
   /** Once the budget is exceeded every later charge fails with the same error: the first crossing is what the user sees. */
   private exceeded: ProviderError | undefined
+  /** True when this Mount crossed its own -max-mount-bytes (not the node's budget, which is transient). */
+  overOwnLimit = false
 
   constructor(node: NodeBudget) {
     this.node = node
@@ -80,6 +82,7 @@ export class MountBudget implements RenderBudget {
     if (bytes <= 0) return
     const { mountBytes, nodeBytes } = this.node.limits
     if (this.charged + bytes > mountBytes) {
+      this.overOwnLimit = true
       this.exceeded = new ProviderError(
         'MOUNT_BUDGET_EXCEEDED',
         `${what} takes the Mount past its budget of ${formatBytes(mountBytes)} (${mountBytes} bytes, provider flag -max-mount-bytes) for everything one Mount fetches from Vault and writes; it had used ${formatBytes(this.charged)} before this object. Select less (secretKey, secretKeyPath), split the objects over several SecretProviderClasses, or raise -max-mount-bytes`,
@@ -107,6 +110,49 @@ export class MountBudget implements RenderBudget {
     if (this.released) return
     this.released = true
     this.node.give(this.charged)
+  }
+}
+
+/** How long a Mount refused for crossing -max-mount-bytes is refused again without any work. */
+export const BUDGET_REFUSAL_MEMORY_MS = 30_000
+/** Refusals remembered per `objects` text (identities retrying it). */
+const MAX_REFUSALS_PER_TEXT = 64
+
+/**
+ * Remembers Mounts refused for their own budget, so that the same pod retrying
+ * the same SecretProviderClass (kubelet retries a failed Mount, a hostile pod
+ * can make many) is refused at once for a while instead of fetching and
+ * rendering 16 MiB again each time. Keyed on the parsed objects (shared for a
+ * text by the ObjectsCache: a refusal is forgotten with its text) and on the
+ * pod and its Vault connection: one pod's refusal never answers another pod.
+ */
+export class BudgetRefusals {
+  private readonly byObjects = new WeakMap<object, Map<string, { error: ProviderError; until: number }>>()
+  private readonly now: () => number
+
+  constructor(now: () => number = Date.now) {
+    this.now = now
+  }
+
+  /** The refusal remembered for this Mount, if it is recent. */
+  recall(objects: object, key: string): ProviderError | undefined {
+    const entry = this.byObjects.get(objects)?.get(key)
+    if (entry === undefined) return undefined
+    if (this.now() >= entry.until) {
+      this.byObjects.get(objects)!.delete(key)
+      return undefined
+    }
+    return entry.error
+  }
+
+  remember(objects: object, key: string, error: ProviderError): void {
+    let map = this.byObjects.get(objects)
+    if (!map) {
+      map = new Map()
+      this.byObjects.set(objects, map)
+    }
+    if (map.size >= MAX_REFUSALS_PER_TEXT) map.delete(map.keys().next().value!)
+    map.set(key, { error, until: this.now() + BUDGET_REFUSAL_MEMORY_MS })
   }
 }
 

@@ -4,14 +4,14 @@
  * Mount. Shared by the gRPC adapter and the CLI's in-process mount.
  */
 import type { VaultDefaults } from '../config/config.js'
-import { toProviderError, type ProviderError } from '../errors.js'
+import { isProviderError, toProviderError, type ProviderError } from '../errors.js'
 import { logString } from '../observability/logger.js'
 import type { MountObserver } from '../observability/metrics.js'
 import type { ObjectsCache } from '../request/objects-cache.js'
 import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
-import type { NodeBudget } from './budget.js'
+import { BudgetRefusals, type NodeBudget } from './budget.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
 
 export interface MountServiceOptions extends MountDeps {
@@ -22,14 +22,18 @@ export interface MountServiceOptions extends MountDeps {
   objectsCache?: ObjectsCache
   /** -max-mount-bytes and -max-node-mount-bytes; without it Mounts are bounded only per object. */
   budget?: NodeBudget
+  /** The clock refusals are remembered by (BudgetRefusals); Date.now unless a test injects one. */
+  clock?: () => number
 }
 
 export class MountService {
   private readonly opts: MountServiceOptions
   private inFlight = 0
+  private readonly refusals: BudgetRefusals
 
   constructor(opts: MountServiceOptions) {
     this.opts = opts
+    this.refusals = new BudgetRefusals(opts.clock)
   }
 
   get mountsInFlight(): number {
@@ -47,7 +51,13 @@ export class MountService {
     const budget = this.opts.budget?.open()
     try {
       spec = parseMountRequest(raw, this.opts.vaultDefaults, cache ? (text) => cache.parse(text) : undefined)
-      const result = await runMount(spec, this.opts, deadline, budget)
+      const refusalKey = refusalKeyOf(spec)
+      const refused = this.refusals.recall(spec.objects, refusalKey)
+      if (refused) throw refused
+      const result = await runMount(spec, this.opts, deadline, budget).catch((err: unknown) => {
+        if (budget?.overOwnLimit && isProviderError(err)) this.refusals.remember(spec!.objects, refusalKey, err)
+        throw err
+      })
       log.info(
         {
           ...this.summary(spec, started),
@@ -93,6 +103,20 @@ export class MountService {
       durationMs: elapsedMs(started),
     }
   }
+}
+
+/** Who mounts what, where: a remembered refusal answers only the same pod asking the same Vault the same way. */
+function refusalKeyOf(spec: MountSpec): string {
+  return JSON.stringify([
+    spec.pod.uid,
+    spec.pod.namespace,
+    spec.pod.serviceAccount,
+    spec.vault.address,
+    spec.vault.namespace ?? '',
+    spec.authMount,
+    spec.roleName,
+    spec.audience,
+  ])
 }
 
 function elapsedMs(started: bigint): number {

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { ProviderError } from '../../../src/errors.js'
-import { NodeBudget, jsonSize } from '../../../src/mount/budget.js'
+import { BUDGET_REFUSAL_MEMORY_MS, BudgetRefusals, NodeBudget, jsonSize } from '../../../src/mount/budget.js'
 import { thrown } from '../../support/thrown.js'
 
 t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', async (t) => {
@@ -73,4 +73,32 @@ t.test('answers are charged by their JSON size; the count stops past the limit',
   const mount = node.open()
   mount.chargeAnswer({ data: { a: 'b' } }, 'object "a"')
   t.equal(thrown(() => mount.chargeAnswer(big, 'objects "b", "c"'), ProviderError).code, 'MOUNT_BUDGET_EXCEEDED')
+})
+
+t.test('a refusal for the Mount budget is remembered for the same pod and objects, for a while', async (t) => {
+  let now = 1_000_000
+  const refusals = new BudgetRefusals(() => now)
+  const objects = [{ objectName: 'a' }]
+  const other = [{ objectName: 'a' }]
+  const node = new NodeBudget({ mountBytes: 10, nodeBytes: 100 })
+  const mount = node.open()
+  const err = thrown(() => mount.charge(11, 'object "a"'), ProviderError)
+  t.ok(mount.overOwnLimit, 'crossed its own limit')
+  refusals.remember(objects, 'pod-1', err)
+  t.equal(refusals.recall(objects, 'pod-1'), err)
+  t.equal(refusals.recall(objects, 'pod-2'), undefined, 'another pod is not answered by it')
+  t.equal(refusals.recall(other, 'pod-1'), undefined, 'other objects (another text) are not either')
+  now += BUDGET_REFUSAL_MEMORY_MS - 1
+  t.equal(refusals.recall(objects, 'pod-1'), err)
+  now += 1
+  t.equal(refusals.recall(objects, 'pod-1'), undefined, 'forgotten after the memory time')
+  // Bounded per objects text.
+  for (let i = 0; i < 1000; i++) refusals.remember(objects, `pod-${i}`, err)
+  t.equal(refusals.recall(objects, 'pod-0'), undefined, 'the oldest went first')
+  t.equal(refusals.recall(objects, 'pod-999'), err)
+  // The node's budget being spent is transient: not a refusal of this Mount's own.
+  const tight = new NodeBudget({ mountBytes: 100, nodeBytes: 10 })
+  const m = tight.open()
+  thrown(() => m.charge(11, 'object "b"'), ProviderError)
+  t.notOk(m.overOwnLimit)
 })
