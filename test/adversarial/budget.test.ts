@@ -108,5 +108,16 @@ t.test('Mount budgets', async (t) => {
       })
     })
   }
+  await t.test('999 templates of 1 MB, a new pod every attempt (no refusal to remember)', async (t: Test) => {
+    // Pods are cheap for whoever may create them: each attempt comes from another pod, so no
+    // per-pod memory of an earlier refusal applies and every attempt does the full work.
+    const perPod = Array.from({ length: 200 }, () => w.attrs({ objects: templates }))
+    await expectAttack(t, w, {
+      klass: 'own',
+      name: '999 templates of 1 MB, a new pod every attempt',
+      attempt: (i) => w.mount(perPod[i % perPod.length]!, 'null', 30_000),
+      expect: { code: 'ResourceExhausted', message: budget },
+    })
+  })
   await finishSuite(t, w, 'budget')
 })
