@@ -638,18 +638,20 @@ function cell(s: string): string {
 
 class Report {
   readonly rows: ReportRow[] = []
+  /** Rows before this index went into an earlier suite's table of the same test file. */
+  private written = 0
 
   add(row: ReportRow): void {
     this.rows.push(row)
   }
 
-  table(): string {
+  table(rows: ReportRow[] = this.rows): string {
     const head =
       '| class | attack | attempts | peak RSS (MiB) | victim p99 unloaded / loaded (ms) | victim Mounts (failed) | answer |\n' +
       '|---|---|---|---|---|---|---|\n'
     return (
       head +
-      this.rows
+      rows
         .map((r) => {
           const msg = r.message.length > 220 ? `${r.message.slice(0, 220)}…` : r.message
           const conc = r.concurrency > 1 ? ` (${r.concurrency} at once)` : ''
@@ -667,7 +669,8 @@ class Report {
   /** Writes this suite's table and rebuilds the combined file from every suite's table. */
   write(suite: string, notes: string[] = []): string {
     mkdirSync(REPORT_DIR, { recursive: true })
-    const text = `## ${suite}\n\n${notes.map((n) => `${n}\n`).join('')}${notes.length ? '\n' : ''}${this.table()}`
+    const text = `## ${suite}\n\n${notes.map((n) => `${n}\n`).join('')}${notes.length ? '\n' : ''}${this.table(this.rows.slice(this.written))}`
+    this.written = this.rows.length
     writeFileSync(join(REPORT_DIR, `${suite}.md`), text)
     const all = readdirSync(REPORT_DIR)
       .filter((f) => f.endsWith('.md'))
