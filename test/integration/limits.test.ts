@@ -29,7 +29,8 @@ t.test('-vault-addr-allowlist', async (t) => {
   t.test('default: any address (existing SecretProviderClasses keep working)', async (t) => {
     const { result } = await fx.mount({ params: { ...params, vaultAddress: fx.bao.addr } })
     t.ok(result.ok, result.message)
-    t.match(await fx.provider.logs(), /no -vault-addr-allowlist: Mounts may use any Vault address/)
+    const logs = await fx.provider.logs()
+    t.match(logs, /"level":"warn"[^\n]*no -vault-addr-allowlist: Mounts may send pod tokens to any Vault address/)
   })
 
   t.test('set: listed addresses work, others fail PERMISSION_DENIED before any token is sent', async (t) => {
@@ -74,6 +75,12 @@ t.test('-max-response-size: RESOURCE_EXHAUSTED naming the largest objects', asyn
     { objectName: 'b', secretPath: 'secret/data/big', secretKey: 'b' },
     { objectName: 'small', secretPath: 'secret/data/big', secretKey: 'small' },
   ]
+  // Vault's answer (4 MiB of data plus its envelope) is itself over the default -max-vault-response-size.
+  const unread = await fx.mount({ params: { objects } })
+  t.equal(unread.result.grpcCode, 'ResourceExhausted')
+  t.match(unread.result.message, /Vault's answer is larger than 4194304 bytes \(-max-vault-response-size\)/)
+
+  await fx.restartProvider('SIGTERM', { args: ['-max-vault-response-size=16MiB'] })
   const refused = await fx.mount({ params: { objects } })
   t.notOk(refused.result.ok)
   t.equal(refused.result.grpcCode, 'ResourceExhausted')
@@ -84,7 +91,7 @@ t.test('-max-response-size: RESOURCE_EXHAUSTED naming the largest objects', asyn
   const fits = await fx.mount({ params: { objects: objects.slice(0, 1) } })
   t.ok(fits.result.ok, 'one large object still fits')
 
-  await fx.restartProvider('SIGTERM', { args: ['-max-response-size=16MiB'] })
+  await fx.restartProvider('SIGTERM', { args: ['-max-response-size=16MiB', '-max-vault-response-size=16MiB'] })
   const dir = await tempDirFor(t, 'vcp-big-')
   const raised = await driverMount({
     socketDir: fx.provider.socketDir,
