@@ -8,7 +8,7 @@
 // what those attacks need; each test that uses one says so.
 import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -699,6 +699,22 @@ export type { RecordedRequest } from './adversary-hosts.js'
  * once would each measure the other's attacks in their victim's latency. The lock is a file
  * holding the owner's pid; a lock whose owner is gone is taken over.
  */
+function statMtimeMs(file: string): number {
+  try {
+    return statSync(file).mtimeMs
+  } catch {
+    return 0
+  }
+}
+
+function readLock(lock: string): string | undefined {
+  try {
+    return readFileSync(lock, 'utf8')
+  } catch {
+    return undefined
+  }
+}
+
 export async function exclusiveSuite(t: Test, timeoutMs = 15 * 60_000): Promise<void> {
   const lock = join(tmpdir(), 'vcp-adversarial.lock')
   const deadline = Date.now() + timeoutMs
@@ -707,10 +723,13 @@ export async function exclusiveSuite(t: Test, timeoutMs = 15 * 60_000): Promise<
       writeFileSync(lock, String(process.pid), { flag: 'wx' })
       break
     } catch {
-      const owner = Number(readFileSync(lock, { encoding: 'utf8', flag: 'a+' }) || 0)
-      let alive = owner > 0
+      const text = readLock(lock)
+      if (text === undefined) continue // released meanwhile
+      const owner = Number(text)
+      // An empty file is another suite between creating and writing it, unless it stays empty.
+      let alive = text === '' ? Date.now() - statMtimeMs(lock) < 5000 : owner > 0
       try {
-        if (alive) process.kill(owner, 0)
+        if (alive && owner > 0) process.kill(owner, 0)
       } catch {
         alive = false
       }
@@ -720,7 +739,7 @@ export async function exclusiveSuite(t: Test, timeoutMs = 15 * 60_000): Promise<
     }
   }
   const release = (): void => {
-    if (readFileSync(lock, { encoding: 'utf8', flag: 'a+' }) === String(process.pid)) rmSync(lock, { force: true })
+    if (readLock(lock) === String(process.pid)) rmSync(lock, { force: true })
   }
   process.once('exit', release)
   t.teardown(release)
