@@ -47,6 +47,12 @@ export interface VaultHttpOptions {
 }
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/**
+ * An error answer is only ever shown as a few hundred characters of its
+ * `errors[]`: past this many bytes it is not read (nor parsed) further, so a
+ * hostile Vault's megabytes of error text cost no more than a short one.
+ */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024
 const MAX_ORIGIN_CHARS = 200
 
 /** scheme://host:port of a Location header (relative ones resolve against the request), never its path or query. */
@@ -123,7 +129,7 @@ export function createVaultRequester(opts: VaultHttpOptions): VaultRequester {
             return
           }
           const declared = Number(res.headers['content-length'])
-          if (Number.isFinite(declared) && declared > max) {
+          if (Number.isFinite(declared) && declared > max && status < 400) {
             res.destroy()
             fail(tooLarge())
             return
@@ -132,6 +138,16 @@ export function createVaultRequester(opts: VaultHttpOptions): VaultRequester {
           let size = 0
           res.on('data', (c: Buffer) => {
             size += c.length
+            if (status >= 400 && size > MAX_ERROR_BODY_BYTES) {
+              // The status is what classifies the failure; the text is not worth reading on.
+              res.destroy()
+              if (settled) return
+              settled = true
+              clearTimeout(timer)
+              const note = `(Vault's error text is longer than ${MAX_ERROR_BODY_BYTES} bytes and was not read)`
+              resolve({ statusCode: status, body: { errors: [note] }, request: { path: url.pathname } })
+              return
+            }
             if (size > max) {
               res.destroy()
               fail(tooLarge())

@@ -4,7 +4,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
-import { createVaultRequester, redirectOrigin } from '../../../src/vault/http.js'
+import { MAX_ERROR_BODY_BYTES, createVaultRequester, redirectOrigin } from '../../../src/vault/http.js'
 
 interface Seen {
   url: string
@@ -101,6 +101,45 @@ t.test('bodies over -max-vault-response-size: refused by Content-Length, or cut 
   t.ok(streamed < 64 * MAX, `the stream was cut (${streamed} bytes written by the server)`)
   t.ok(streamClosed || streamed < 64 * MAX, 'the connection was closed')
 })
+
+t.test(
+  'an error answer is read only up to MAX_ERROR_BODY_BYTES, whatever -max-vault-response-size allows',
+  async (t) => {
+    const TOTAL = 64 * 1024 * 1024
+    let written = 0
+    let closed: Promise<void> = Promise.resolve()
+    const { url } = await server(t, (req, res) => {
+      if (req.url === '/short') {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"errors":["role not found"]}')
+        return
+      }
+      // Megabytes of error text, declared or streamed: only the status matters past the cap.
+      closed = new Promise((r) => res.on('close', () => r()))
+      res.writeHead(400, req.url === '/declared' ? { 'content-length': String(TOTAL) } : {})
+      const chunk = Buffer.alloc(16 * 1024, '\n')
+      const pump = (): void => {
+        while (!res.destroyed && written < TOTAL) {
+          written += chunk.length
+          if (!res.write(chunk)) break
+        }
+        if (!res.destroyed && written < TOTAL) res.once('drain', pump)
+      }
+      pump()
+    })
+    const send = createVaultRequester({ maxResponseBytes: 128 * 1024 * 1024 })
+    t.same((await send({ uri: `${url}/short`, method: 'POST' })).body, { errors: ['role not found'] })
+    for (const path of ['/declared', '/streamed']) {
+      written = 0
+      const answer = await send({ uri: `${url}${path}`, method: 'POST' })
+      t.equal(answer.statusCode, 400, path)
+      t.same(answer.body, {
+        errors: [`(Vault's error text is longer than ${MAX_ERROR_BODY_BYTES} bytes and was not read)`],
+      })
+      await closed
+      t.ok(written < TOTAL / 2, `${path}: the connection was cut after ${written} of ${TOTAL} bytes`)
+    }
+  },
+)
 
 t.test('the whole call is bounded by the timeout (code ECONNABORTED, as the retry policy expects)', async (t) => {
   const { url } = await server(t, () => undefined)
