@@ -8,7 +8,7 @@
 // to an arbitrary host, stream gigabytes, trickle bytes or echo pathological error texts. The
 // victim mounts from a real OpenBao through the same daemon.
 import t, { type Test } from 'tap'
-import { checkIsolation, runAttack, startFakeHost, exclusiveSuite } from '../support/adversary.js'
+import { checkIsolation, runAttackConfirmed, startFakeHost, exclusiveSuite } from '../support/adversary.js'
 import { HOSTILE_TOKEN, SHORT_TOKENS } from '../support/adversary-hosts.js'
 import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
 
@@ -211,7 +211,7 @@ t.test('a hostile Vault the pod names', async (t) => {
       ...Array.from({ length: 7 }, (_, i) => 520 + i),
     ]
     const perStatus = statuses.map((s) => attrs(`hostile/status/${s}`, {}, flaky))
-    const out = await runAttack(w.daemon, w.victim, {
+    const out = await runAttackConfirmed(t, w.daemon, w.victim, {
       klass: '8',
       name: '200 distinct Vault statuses (206-299, 4xx, 520-526)',
       attempt: (i) => w.mount(perStatus[i % perStatus.length]!, 'null', 5000),

@@ -7,10 +7,10 @@ import type { Test } from 'tap'
 import { stringify } from 'yaml'
 import {
   checkIsolation,
+  runAttackConfirmed,
   newPod,
   podAttributes,
   report,
-  runAttack,
   startAdversaryDaemon,
   Victim,
   type AdversaryDaemon,
@@ -146,7 +146,7 @@ export async function expectAttack(
   w: World,
   o: AttackOptions & { expect: ExpectedAnswer },
 ): Promise<AttackOutcome> {
-  const out = await runAttack(w.daemon, w.victim, o)
+  const out = await runAttackConfirmed(t, w.daemon, w.victim, o)
   const codes = Array.isArray(o.expect.code) ? o.expect.code : [o.expect.code]
   t.ok(
     codes.includes(out.answer.grpcCode),

@@ -440,6 +440,27 @@ export async function runAttack(d: AdversaryDaemon, victim: Victim, o: AttackOpt
   return outcome
 }
 
+/**
+ * runAttack, measured a second time when the victim's p99 came out over its bound. What the bound
+ * guards against — an attack that holds the event loop — slows the victim in every round of every
+ * run; a scheduling hiccup on a shared 2-core machine (another process, a GC pause at the wrong
+ * moment) does not repeat. The second run, attack and victim both, is the one judged, and the report
+ * keeps both rows.
+ */
+export async function runAttackConfirmed(
+  t: Test,
+  d: AdversaryDaemon,
+  victim: Victim,
+  o: AttackOptions,
+): Promise<AttackOutcome> {
+  const first = await runAttack(d, victim, o)
+  if (!first.daemonAlive || first.victimP99Ms <= first.allowedP99Ms) return first
+  t.comment(
+    `victim p99 ${first.victimP99Ms.toFixed(1)} ms over ${first.allowedP99Ms.toFixed(1)} ms on the first run; measuring again`,
+  )
+  return runAttack(d, victim, o)
+}
+
 /** The isolation half of every attack: daemon alive, under its limit, victim served and not starved. */
 export function checkIsolation(t: Test, d: AdversaryDaemon, out: AttackOutcome): void {
   t.ok(out.daemonAlive, 'the daemon survived')
