@@ -37,6 +37,8 @@ export interface RawVaultRequest {
   timeout?: number
   httpAgent?: http.Agent
   httpsAgent?: https.Agent
+  /** A tighter cap than -max-vault-response-size for this call (token calls: MAX_TOKEN_ANSWER_BYTES). */
+  maxResponseBytes?: number
 }
 
 export type VaultRequester = (options: RawVaultRequest) => Promise<RawVaultResponse>
@@ -53,6 +55,12 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
  * hostile Vault's megabytes of error text cost no more than a short one.
  */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024
+/**
+ * Login, renewal and revocation answers carry a token and its policies, a
+ * few KiB at most: a larger one is a hostile or broken server, and reading
+ * megabytes of it for every retried login would cost every other pod.
+ */
+export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024
 const MAX_ORIGIN_CHARS = 200
 
 /** scheme://host:port of a Location header (relative ones resolve against the request), never its path or query. */
@@ -85,15 +93,18 @@ function parseBody(buf: Buffer): unknown {
 }
 
 export function createVaultRequester(opts: VaultHttpOptions): VaultRequester {
-  const max = opts.maxResponseBytes
-  const tooLarge = (): ProviderError =>
-    new ProviderError(
-      'VAULT_RESPONSE_TOO_LARGE',
-      `Vault's answer is larger than ${max} bytes (-max-vault-response-size); it was not read further`,
-    )
-
   return (options) =>
     new Promise<RawVaultResponse>((resolve, reject) => {
+      const callMax = options.maxResponseBytes
+      const max = callMax !== undefined && callMax < opts.maxResponseBytes ? callMax : opts.maxResponseBytes
+      const tooLarge = (): ProviderError =>
+        new ProviderError(
+          'VAULT_RESPONSE_TOO_LARGE',
+          max === opts.maxResponseBytes
+            ? `Vault's answer is larger than ${max} bytes (-max-vault-response-size); it was not read further`
+            : `Vault's answer is larger than ${max} bytes, the most a token answer (login, renewal) may be ` +
+                `(secrets are limited by -max-vault-response-size); it was not read further`,
+        )
       const url = new URL(options.uri)
       const isHttps = url.protocol === 'https:'
       const headers: Record<string, string> = { accept: 'application/json', ...(options.headers ?? {}) }

@@ -19,7 +19,7 @@ import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secre
 import type { Transport } from './transport.js'
 import { breakerHooks } from './breaker.js'
 import { DEFAULT_RETRY_POLICY, withRetry } from './retry.js'
-import { createVaultRequester, nodeVaultRequestLayer, type VaultRequester } from './http.js'
+import { MAX_TOKEN_ANSWER_BYTES, createVaultRequester, nodeVaultRequestLayer, type VaultRequester } from './http.js'
 
 /** How many attempts a failed call took (set by send(), read by the error path). */
 const ATTEMPTS = new WeakMap<object, number>()
@@ -187,6 +187,7 @@ export class VaultSession {
             method: 'POST',
             json: { jwt, role: this.identity.role },
             headers: {},
+            maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
             ...this.requestOptions(deadline, what),
           }),
         deadline,
@@ -276,6 +277,7 @@ export class VaultSession {
         method: 'POST',
         json: {},
         headers: { 'X-Vault-Token': token },
+        maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
         timeout: REVOKE_TIMEOUT_MS,
         httpAgent: this.transport.httpAgent,
         httpsAgent: this.transport.httpsAgent,
@@ -313,6 +315,7 @@ export class VaultSession {
         method: 'POST',
         json: {},
         headers: {},
+        maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
         ...this.requestOptions(deadline, what),
       } as { path: string; method: string })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
@@ -507,6 +510,7 @@ export class VaultSession {
           method: 'POST',
           json: {},
           headers: {},
+          maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
           timeout: REVOKE_TIMEOUT_MS,
           httpAgent: this.transport.httpAgent,
           httpsAgent: this.transport.httpsAgent,

@@ -4,7 +4,12 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
-import { MAX_ERROR_BODY_BYTES, createVaultRequester, redirectOrigin } from '../../../src/vault/http.js'
+import {
+  MAX_ERROR_BODY_BYTES,
+  MAX_TOKEN_ANSWER_BYTES,
+  createVaultRequester,
+  redirectOrigin,
+} from '../../../src/vault/http.js'
 
 interface Seen {
   url: string
@@ -140,6 +145,26 @@ t.test(
     }
   },
 )
+
+t.test('a call may ask for a tighter cap (token answers): the smaller of the two applies', async (t) => {
+  const { url } = await server(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(`{"auth":{"pad":"${'x'.repeat(100 * 1024)}"}}`)
+  })
+  const send = createVaultRequester({ maxResponseBytes: 4 * 1024 * 1024 })
+  t.equal((await send({ uri: `${url}/v1/secret`, method: 'GET' })).statusCode, 200, 'a secret of 100 KiB is read')
+  const login = (await send({
+    uri: `${url}/v1/auth/jwt/login`,
+    method: 'POST',
+    maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
+  }).catch((e) => e)) as ProviderError
+  t.equal(login.code, 'VAULT_RESPONSE_TOO_LARGE')
+  t.match(login.message, /larger than 65536 bytes, the most a token answer \(login, renewal\) may be/)
+  const small = createVaultRequester({ maxResponseBytes: 1024 })
+  const capped = (await small({ uri: `${url}/x`, method: 'GET', maxResponseBytes: MAX_TOKEN_ANSWER_BYTES }).catch(
+    (e) => e,
+  )) as ProviderError
+  t.match(capped.message, /larger than 1024 bytes \(-max-vault-response-size\)/, 'the flag stays the upper bound')
+})
 
 t.test('the whole call is bounded by the timeout (code ECONNABORTED, as the retry policy expects)', async (t) => {
   const { url } = await server(t, () => undefined)
