@@ -113,13 +113,14 @@ export class MountBudget implements RenderBudget {
   }
 }
 
-/** How long a Mount refused for crossing -max-mount-bytes is refused again without any work. */
+/** How long a Mount refused for crossing -max-mount-bytes (or -max-vault-response-size) is refused again without any work. */
 export const BUDGET_REFUSAL_MEMORY_MS = 30_000
 /** Refusals remembered per `objects` text (identities retrying it). */
 const MAX_REFUSALS_PER_TEXT = 64
 
 /**
- * Remembers Mounts refused for their own budget, so that the same pod retrying
+ * Remembers Mounts refused for their own budget (or for a Vault answer over
+ * -max-vault-response-size, which only shows once it has been read that far), so that the same pod retrying
  * the same SecretProviderClass (kubelet retries a failed Mount, a hostile pod
  * can make many) is refused at once for a while instead of fetching and
  * rendering 16 MiB again each time. Keyed on the parsed objects (shared for a

@@ -55,7 +55,11 @@ export class MountService {
       const refused = this.refusals.recall(spec.objects, refusalKey)
       if (refused) throw refused
       const result = await runMount(spec, this.opts, deadline, budget).catch((err: unknown) => {
-        if (budget?.overOwnLimit && isProviderError(err)) this.refusals.remember(spec!.objects, refusalKey, err)
+        // Refusals that would only repeat: this pod's own budget, or a Vault answer over
+        // -max-vault-response-size (reading it again costs the node as much, for the same answer).
+        if (isProviderError(err) && (budget?.overOwnLimit || err.code === 'VAULT_RESPONSE_TOO_LARGE')) {
+          this.refusals.remember(spec!.objects, refusalKey, err)
+        }
         throw err
       })
       log.info(
