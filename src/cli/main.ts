@@ -216,7 +216,14 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .argument('[flags...]', 'daemon flags, e.g. -endpoint=/provider/vault.sock')
     .action(async (flags: string[]) => {
       const { runDaemon } = await import('../main.js')
-      await runDaemon(flags)
+      try {
+        await runDaemon(flags)
+      } catch (err) {
+        // Not a bug of the CLI: the daemon could not start (socket, key, Kubernetes API).
+        io.stderr.write(`vault-csi-provider: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+        exitCode = EXIT.FAILED
+        return
+      }
       exitCode = -1
     })
 
