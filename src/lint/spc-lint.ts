@@ -520,7 +520,7 @@ function lintSpcDocument(doc: Document, src: Source, opts: LintOptions, result: 
       ? linter.objects(objects.value, objects.node, objects.line)
       : undefined
   linter.secretObjects(specMap, files)
-  result.problems.push(...linter.problems)
+  result.problems.push(...linter.problems.sort((a, b) => a.line - b.line))
 }
 
 /** A Markdown snippet that is a parameters map with `objects` (docs show them without the rest). */
