@@ -18,6 +18,7 @@ import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fix
 import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao } from '../support/openbao.js'
+import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { PROVIDER_MAIN, startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
 
@@ -374,4 +375,78 @@ t.test('lint refuses every SecretProviderClass the Mount refuses, with the Mount
   t.same([...codes].sort(), ['BAD_FILE_PATH', 'BAD_OBJECT', 'BAD_PARAMETER', 'VAULT_ADDRESS_NOT_ALLOWED'])
   t.equal(linted.code, 1, 'lint exits 1 when any file has an error')
   t.same(findLeaks(JSON.stringify(linted.json), [secret]), [], 'no secret in lint output')
+})
+
+function lintText(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI_MAIN, 'lint', ...args],
+      { timeout: 120_000, cwd: PACKAGE_ROOT },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    )
+  })
+}
+
+t.test('lint over the project: examples/, docs/ snippets, and the deployment files', async (t) => {
+  const res = await lintText(['examples/', 'docs/', 'daemonset/', 'README.md'])
+  t.equal(res.code, 0, `no errors (${res.stdout}${res.stderr})`)
+  t.same(
+    res.stdout.split('\n').filter(Boolean),
+    [
+      'examples/outputs-secretproviderclass.yaml:24: warning: spec.secretObjects[1].data[0].objectName "web/ca.crt" is written only when the certificate material holds a CA; the Secret cannot be synced for secrets without one',
+    ],
+    'one line per problem, file:line: message',
+  )
+  // Helm templates and kustomize files are not SecretProviderClasses: skipped, not errors.
+  t.match(res.stderr, /^\d+ SecretProviderClasses in \d+ files: 0 errors, 1 warning \(\d+ other documents skipped\)\n$/)
+  t.ok(Number(/^(\d+) SecretProviderClasses/.exec(res.stderr)?.[1]) >= 11, 'the examples and the docs snippets')
+})
+
+t.test('lint: output, exit codes, usage errors', async (t) => {
+  const dir = await makeTempDir('vcp-lint-cli-')
+  t.teardown(dir.cleanup)
+  const bad = join(dir.path, 'bad.yaml')
+  await writeFile(
+    bad,
+    [
+      'apiVersion: secrets-store.csi.x-k8s.io/v1',
+      'kind: SecretProviderClass',
+      'metadata: {name: app}',
+      'spec:',
+      '  provider: vault',
+      '  parameters:',
+      '    roleName: app',
+      '    vaultAddress: https://vault.example:8200',
+      '    objects: |',
+      '      - objectName: db-password',
+      '        secretPath: database/creds/app',
+      '        secretkey: password',
+      '',
+    ].join('\n'),
+  )
+  const res = await lintText([bad])
+  t.equal(res.code, 1, 'an error: exit 1')
+  t.equal(
+    res.stdout,
+    `${bad}:10: object "db-password": unknown field "secretkey" (known fields: objectName, secretPath, secretKey, method, secretArgs, filePermission, encoding, secretKeyPath, format, template)\n`,
+  )
+  t.equal(res.stderr, '1 SecretProviderClass in 1 file: 1 error, 0 warnings\n')
+  const json = await lintText(['--json', bad])
+  t.equal(json.code, 1)
+  t.match(JSON.parse(json.stdout), {
+    ok: false,
+    errors: 1,
+    problems: [
+      { file: bad, line: 10, severity: 'error', code: 'BAD_OBJECT', object: 'db-password', parameter: 'objects' },
+    ],
+  })
+  const missing = await lintText([join(dir.path, 'nope.yaml')])
+  t.equal(missing.code, 2, 'a path that does not exist: usage error')
+  t.match(missing.stderr, /cannot read .*nope\.yaml: ENOENT/)
+  t.equal((await lintText([])).code, 2, 'no path: usage error')
+  const badFlag = await lintText(['--vault-addr-allowlist=vault:8200', bad])
+  t.equal(badFlag.code, 2, 'a bad daemon flag: usage error')
+  t.match(badFlag.stderr, /-vault-addr-allowlist entry/)
 })
