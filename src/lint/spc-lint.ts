@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto'
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node, type YAMLMap } from 'yaml'
 import type { VaultDefaults } from '../config/config.js'
-import { isProviderError, q } from '../errors.js'
+import { isProviderError, q, type ErrorCode } from '../errors.js'
 import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
 import { ATTR, parseMountRequest } from '../request/parse-request.js'
@@ -62,7 +62,7 @@ export interface LintProblem {
   line: number
   severity: Severity
   /** The Mount's error code, or one of LINT_CODES. */
-  code: string
+  code: ErrorCode | keyof typeof LINT_CODES
   /** `namespace/name` (or `name`) of the SecretProviderClass. */
   secretProviderClass?: string
   parameter?: string

@@ -10,6 +10,7 @@ import { ProviderError } from '../../../src/errors.js'
 import { lintObjects } from '../../../src/lint/objects-lint.js'
 import {
   KNOWN_PARAMETERS,
+  LINT_CODES,
   LEGACY_PARAMETERS,
   lintMarkdown,
   lintYaml,
@@ -361,4 +362,30 @@ t.test('the project’s examples and docs lint clean', async (t) => {
     // something the SecretProviderClass alone can promise.
     ['examples/outputs-secretproviderclass.yaml:24: SECRET_OBJECTS_MAYBE'],
   )
+})
+
+t.test('lint-only codes always carry their documented severity', async (t) => {
+  const text = [
+    'kind: SecretProviderClass',
+    'metadata: {}',
+    'spec:',
+    '  provider: vault',
+    '  secretObjects:',
+    '    - {secretName: s, type: Opaque, data: [{objectName: w/ca.crt, key: ca}, {objectName: nope, key: x}]}',
+    '  parameters:',
+    '    roleName: 1',
+    '    typo: x',
+    "    objects: '- {objectName: w, secretPath: p, format: tls}'",
+  ].join('\n')
+  const problems = lintYaml(text, 'f', { vaultDefaults: DEFAULTS }).problems
+  const lintOnly = problems.filter((p) => p.code in LINT_CODES)
+  t.same([...new Set(lintOnly.map((p) => p.code))].sort(), [
+    'MANIFEST',
+    'NO_VAULT_ADDRESS',
+    'SECRET_OBJECTS',
+    'SECRET_OBJECTS_MAYBE',
+    'UNKNOWN_PARAMETER',
+  ])
+  for (const p of lintOnly)
+    t.equal(p.severity, LINT_CODES[p.code as keyof typeof LINT_CODES], `${p.code}: ${p.message}`)
 })
