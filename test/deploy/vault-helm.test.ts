@@ -9,7 +9,7 @@
 // own (so port 8080 is really 8080 without touching the machine's), with /provider mapped to a
 // temp dir the way the hostPath is, and is probed and asked Version through the driver's client.
 import { spawn, execFile } from 'node:child_process'
-import { chmod, mkdir, readFile } from 'node:fs/promises'
+import { chmod, cp, mkdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../../src/config/config.js'
@@ -44,15 +44,42 @@ const needsRoot = isRoot ? false : 'needs root: a network namespace of its own, 
 
 let entrypoint: string[]
 let imageUser: [number, number]
+/** The image's /app, laid out in a temp dir every uid can read (see imageLayout). */
+let appDir: string
 t.before(async () => {
   const stages = dockerStages((await parseDockerfile(join(PACKAGE_ROOT, 'Dockerfile'))).instructions)
   const final = stages.at(-1)!
   const ep = final.instructions.filter((i) => i.instruction === 'ENTRYPOINT').at(-1)!
-  // The image's `dist/src/main.js` (relative to WORKDIR /app) is the build this test run uses.
-  entrypoint = execForm(ep.value, 'ENTRYPOINT').map((a) => (a === 'dist/src/main.js' ? PROVIDER_MAIN : a))
+  entrypoint = execForm(ep.value, 'ENTRYPOINT')
   const user = final.instructions.filter((i) => i.instruction === 'USER').at(-1)!.value
   imageUser = user.split(':').map(Number) as [number, number]
+  appDir = await imageLayout()
 })
+
+/**
+ * What the image's WORKDIR holds (package.json, proto/, dist/src/, the production node_modules per
+ * package-lock.json), copied into a fresh 0755 directory: the image's uid must be able to read it,
+ * which a checkout in a private directory (a CI clone in `mktemp -d`) does not allow.
+ * test/deploy/dockerfile.test.ts checks that the image is laid out this way.
+ */
+async function imageLayout(): Promise<string> {
+  const tmp = await makeTempDir('vcp-vault-helm-app-')
+  t.teardown(tmp.cleanup)
+  await chmod(tmp.path, 0o755)
+  const app = join(tmp.path, 'app')
+  const lock = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; devOptional?: boolean }>
+  }
+  const production = Object.entries(lock.packages)
+    .filter(([path, p]) => path !== '' && p.dev !== true && p.devOptional !== true)
+    .map(([path]) => path)
+  for (const path of ['package.json', 'proto', ...production]) {
+    await cp(join(PACKAGE_ROOT, path), join(app, path), { recursive: true, dereference: true })
+  }
+  // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another).
+  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'src'), { recursive: true })
+  return app
+}
 
 t.test('the daemon’s own parser reads vault-helm’s arguments as vault-helm means them', async (t) => {
   const defaults = loadConfig(VAULT_HELM_DEFAULT_ARGS, VAULT_HELM_ENV)
@@ -85,10 +112,13 @@ interface Daemon {
  * made as root; setpriv then drops to the ids, as the container runtime would.
  */
 function startIsolated(args: string[], uid: number, gid: number): Daemon {
+  // tap's process tracker adds its loader (in this checkout's node_modules) to every child's
+  // NODE_OPTIONS; the image has none, and uid 65532 cannot read a checkout in a private directory.
   const drop =
-    'ip link set lo up && uid=$0 gid=$1 && shift && exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"'
+    'unset NODE_OPTIONS && ip link set lo up && uid=$0 gid=$1 && shift && ' +
+    'exec setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$@"'
   const child = spawn('unshare', ['--net', '--', 'sh', '-c', drop, String(uid), String(gid), ...entrypoint, ...args], {
-    cwd: PACKAGE_ROOT,
+    cwd: appDir,
     env: {
       PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin`,
       NODE_ENV: 'production',
@@ -253,6 +283,6 @@ t.test('`vault-csi-provider -endpoint=… -vault-addr=…` starts the daemon, as
 t.test('the Dockerfile’s entrypoint is what the drop-in test runs', async (t) => {
   const dockerfile = await readFile(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
   t.match(dockerfile, /^ENTRYPOINT \["node",/m, 'node is the entrypoint, so vault-helm’s args reach the daemon')
-  t.ok(entrypoint.includes(PROVIDER_MAIN), 'the daemon’s main module')
+  t.ok(entrypoint.includes('dist/src/main.js'), 'the daemon’s main module, relative to the WORKDIR')
   t.notOk(/^CMD .*--?health-addr/m.test(dockerfile), 'the image sets no -health-addr: port 8080 is the default')
 })
