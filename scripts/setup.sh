@@ -177,6 +177,7 @@ step_deploy_tools() {
 step_openbao
 step_driver_client
 step_deploy_tools
+bash "$ROOT/scripts/setup-helm.sh"
 # The demo needs no database; the test suite does.
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
 log "done in $(elapsed "$TOTAL_START")"

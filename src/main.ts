@@ -4,6 +4,8 @@
  * (also `vault-csi-provider serve …`, which calls runDaemon).
  */
 import { realpathSync } from 'node:fs'
+import { stat } from 'node:fs/promises'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildProvider } from './app.js'
 import { ConfigError, loadConfig } from './config/config.js'
@@ -12,6 +14,27 @@ import { PACKAGE_VERSION, RUNTIME_NAME } from './package-info.js'
 
 /** Kubernetes' default terminationGracePeriodSeconds is 30 s; leave time to exit. */
 export const SHUTDOWN_GRACE_MS = 25_000
+
+/**
+ * What to do when the socket cannot be created for lack of permission: the driver's provider
+ * directory belongs to root, and this image runs as uid 65532 unless the manifest says otherwise
+ * (vault-helm, for one, sets no securityContext).
+ */
+export async function socketPermissionHint(endpoint: string, err: unknown): Promise<string> {
+  const text = err instanceof Error ? err.message : String(err)
+  if (!/\b(EACCES|EPERM)\b/.test(text)) return ''
+  const dir = path.dirname(endpoint)
+  const st = await stat(dir).catch(() => undefined)
+  const owner = st
+    ? ` (owner uid ${st.uid}, group ${st.gid}, mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`
+    : ''
+  return (
+    `. The provider runs as uid ${process.getuid?.() ?? '?'} and may not create its socket in ${dir}${owner}. ` +
+    'Either let the socket directory be prepared for it (the init step of daemonset/ and daemonset/chart), ' +
+    'or run it as root like the reference provider (vault-helm: --set csi.daemonSet.securityContext.container.runAsUser=0). ' +
+    'See docs/configuration.md, "Running as non-root"'
+  )
+}
 
 export async function runDaemon(argv: readonly string[]): Promise<void> {
   let config
@@ -32,7 +55,14 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
 
   const provider = await buildProvider(config, logger, process.env)
-  await provider.server.start()
+  try {
+    await provider.server.start()
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err)
+    throw new Error(`cannot serve ${config.endpoint}: ${message}${await socketPermissionHint(config.endpoint, err)}`, {
+      cause: err,
+    })
+  }
   // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
   await provider.http
     .start()

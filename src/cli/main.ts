@@ -4,14 +4,19 @@
  *
  *   mount    one Mount of a SecretProviderClass for a pod identity
  *   doctor   what a Mount depends on, pass/fail with fixes
+ *   lint     SecretProviderClass manifests checked offline, as a Mount would parse them
  *   version  this build
  *   serve    the daemon itself (same as `node dist/src/main.js`)
+ *
+ * Leading flags mean `serve`: `vault-csi-provider -endpoint=… -vault-addr=…` is how the reference
+ * provider's binary is started in hand-written manifests, and it starts the daemon here too.
  */
 import { Command, CommanderError, Option } from 'commander'
 import { DEFAULT_ENDPOINT } from '../config/config.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
 import { API_VERSION } from '../server/grpc-server.js'
 import { runDoctorCommand } from './doctor.js'
+import { runLintCommand } from './lint-command.js'
 import { runMountCommand } from './mount-command.js'
 import { EXIT, styleFor, UsageError } from './output.js'
 
@@ -61,7 +66,20 @@ interface Io {
   env: NodeJS.ProcessEnv
 }
 
-export async function runCli(argv: string[], io: Io): Promise<number> {
+/** Help flags stay the CLI's; any other leading flag is the daemon's. */
+const CLI_HELP_FLAGS = new Set(['-h', '--help', '-help'])
+
+/** `vault-csi-provider -endpoint=… …` (the reference binary's invocation) is `serve -endpoint=… …`. */
+function withImplicitServe(argv: readonly string[]): string[] {
+  const first = argv[0]
+  if (first !== undefined && first.startsWith('-') && first !== '-' && !CLI_HELP_FLAGS.has(first)) {
+    return ['serve', ...argv]
+  }
+  return [...argv]
+}
+
+export async function runCli(rawArgv: string[], io: Io): Promise<number> {
+  const argv = withImplicitServe(rawArgv)
   const style = styleFor(io.stdout, io.env)
   let exitCode: number = EXIT.OK
   const program = new Command()
@@ -169,6 +187,26 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     exitCode = result.exitCode
   })
 
+  const lint = program
+    .command('lint')
+    .description('check SecretProviderClass manifests offline, the way a Mount parses them')
+    .argument('<paths...>', 'YAML or Markdown files, or directories to search for them')
+    .option('--json', 'machine-readable output')
+    .option('--provider <name>', 'spec.provider of the SecretProviderClasses to check', 'vault')
+    .option('--vault-addr-allowlist <list>', "the provider's -vault-addr-allowlist (comma-separated)")
+  addProviderFlags(lint).action(async (paths: string[], opts: Record<string, unknown>) => {
+    const flags = providerArgv(opts)
+    if (typeof opts.vaultAddrAllowlist === 'string') flags.push(`--vault-addr-allowlist=${opts.vaultAddrAllowlist}`)
+    const result = await runLintCommand(
+      paths,
+      { json: opts.json === true, provider: opts.provider as string, providerFlags: flags },
+      style,
+    )
+    io.stdout.write(result.stdout)
+    io.stderr.write(result.stderr)
+    exitCode = result.exitCode
+  })
+
   program
     .command('serve')
     .description('run the daemon (the same as node dist/src/main.js; takes the daemon flags)')
@@ -178,7 +216,14 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     .argument('[flags...]', 'daemon flags, e.g. -endpoint=/provider/vault.sock')
     .action(async (flags: string[]) => {
       const { runDaemon } = await import('../main.js')
-      await runDaemon(flags)
+      try {
+        await runDaemon(flags)
+      } catch (err) {
+        // Not a bug of the CLI: the daemon could not start (socket, key, Kubernetes API).
+        io.stderr.write(`vault-csi-provider: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+        exitCode = EXIT.FAILED
+        return
+      }
       exitCode = -1
     })
 

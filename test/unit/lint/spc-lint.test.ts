@@ -1,0 +1,391 @@
+// The linter's own behaviour: every bad object at once (each with the message parseObjects gives
+// when it is the only one), lines in the file, multi-document YAML and Markdown, what the API
+// server would refuse, unknown parameters, secretObjects, and the parameter list kept equal to
+// what parse-request.ts reads.
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import type { VaultDefaults } from '../../../src/config/config.js'
+import { ProviderError } from '../../../src/errors.js'
+import { lintObjects } from '../../../src/lint/objects-lint.js'
+import {
+  KNOWN_PARAMETERS,
+  LINT_CODES,
+  LEGACY_PARAMETERS,
+  lintMarkdown,
+  lintYaml,
+  type LintProblem,
+} from '../../../src/lint/spc-lint.js'
+import { PACKAGE_ROOT } from '../../../src/package-info.js'
+import { parseObjects } from '../../../src/request/objects.js'
+import { AddressAllowlist } from '../../../src/vault/address-allowlist.js'
+
+const DEFAULTS: VaultDefaults = { authMount: 'kubernetes', tls: { skipVerify: false } }
+const WITH_ADDRESS: VaultDefaults = { ...DEFAULTS, address: 'https://vault.example:8200' }
+
+function parseError(text: string): string {
+  try {
+    parseObjects(text)
+  } catch (err) {
+    if (err instanceof ProviderError) return err.message
+    throw err
+  }
+  throw new Error('expected parseObjects to fail')
+}
+
+t.test('KNOWN_PARAMETERS is what parse-request.ts reads', async (t) => {
+  const source = await readFile(join(PACKAGE_ROOT, 'src', 'request', 'parse-request.ts'), 'utf8')
+  const read = [...new Set([...source.matchAll(/(?:attrs\.get|pick)\('([A-Za-z]+)'/g)].map((m) => m[1]!))]
+  t.ok(read.length >= 12, `parameters found: ${read.join(', ')}`)
+  t.same([...read].sort(), [...KNOWN_PARAMETERS].filter((p) => p !== 'objects' || read.includes(p)).sort())
+  t.ok(read.includes('objects'))
+  const compat = await readFile(join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8')
+  for (const legacy of LEGACY_PARAMETERS)
+    t.match(compat, `\`${legacy}\``, `${legacy} is the documented legacy parameter`)
+})
+
+t.test('lintObjects: every bad object, each with the message it gets alone', async (t) => {
+  const objects = [
+    '- objectName: a', // 1
+    '  secretPath: secret/data/a',
+    '  secretkey: x', // unknown field
+    '- objectName: ok',
+    '  secretPath: secret/data/ok',
+    '- secretPath: secret/data/nameless', // 6: no objectName
+    '- objectName: /abs', // 7
+    '  secretPath: secret/data/x',
+    '- objectName: m', // 9
+    '  secretPath: secret/data/m',
+    '  method: DELETE',
+    '- objectName: t', // 12
+    '  template: "{{@missing}}"',
+    '',
+  ].join('\n')
+  const result = lintObjects(objects)
+  t.equal(result.objects, undefined, 'no objects when any is bad')
+  t.same(result.lines, [1, 4, 6, 7, 9, 12])
+  t.same(
+    result.problems.map((p) => [p.line, p.index, p.code]),
+    [
+      [1, 0, 'BAD_OBJECT'],
+      [6, 2, 'BAD_OBJECT'],
+      [7, 3, 'BAD_OBJECT'],
+      [9, 4, 'BAD_OBJECT'],
+      [12, 5, 'BAD_OBJECT'],
+    ],
+  )
+  t.equal(result.problems[0]!.message, parseError(objects), 'the first is exactly what the Mount says')
+  t.equal(
+    result.problems[1]!.message,
+    'objects[2]: objectName is missing or not a string',
+    'indexes stay the original ones',
+  )
+  t.equal(result.problems[2]!.message, parseError('- objectName: /abs\n  secretPath: secret/data/x\n'))
+  t.equal(result.problems[3]!.message, parseError('- objectName: m\n  secretPath: secret/data/m\n  method: DELETE\n'))
+  t.match(result.problems[4]!.message, /template references @"missing"/)
+  t.notMatch(result.problems[4]!.message, /lint-placeholder/, 'stand-ins never show')
+
+  const clean = lintObjects('- objectName: a\n  secretPath: secret/data/a\n')
+  t.same(clean.problems, [])
+  t.equal(clean.objects?.length, 1, 'the parsed objects when all are good')
+})
+
+t.test('lintObjects: duplicates and same-named objects are blamed on the right one', async (t) => {
+  const text = [
+    '- objectName: x', // 1
+    '  secretPath: secret/data/1',
+    '- objectName: x', // 3: duplicate, and bad
+    '  secretPath: secret/data/2',
+    '  method: DELETE',
+    '- objectName: x', // 6: duplicate
+    '  secretPath: secret/data/3',
+  ].join('\n')
+  const result = lintObjects(text)
+  t.same(
+    result.problems.map((p) => [p.line, p.message]),
+    [
+      [3, 'object "x": method must be one of GET, PUT, POST, got "DELETE"'],
+      [3, 'objectName must be unique; duplicated: "x"'],
+    ],
+  )
+})
+
+t.test('lintObjects: problems of the whole list', async (t) => {
+  for (const text of ['- [unclosed', 'objectName: x', '[]', '~']) {
+    const result = lintObjects(text)
+    t.same(
+      result.problems.map((p) => p.message),
+      [parseError(text)],
+      `${JSON.stringify(text)}: one problem, the Mount's`,
+    )
+    t.equal(result.problems[0]!.index, undefined)
+  }
+})
+
+const SPC = (params: string, extra = ''): string =>
+  [
+    'apiVersion: secrets-store.csi.x-k8s.io/v1',
+    'kind: SecretProviderClass',
+    'metadata:',
+    '  name: app',
+    '  namespace: web',
+    'spec:',
+    '  provider: vault',
+    extra,
+    '  parameters:',
+    params,
+  ]
+    .filter((l) => l !== '')
+    .join('\n') + '\n'
+
+function lines(problems: readonly LintProblem[]): Array<[number, string, string]> {
+  return problems.map((p) => [p.line, p.severity, p.message])
+}
+
+t.test('lintYaml: lines in the file, the Mount’s messages, and what only the API server refuses', async (t) => {
+  const text = [
+    'apiVersion: v1',
+    'kind: ConfigMap',
+    'metadata: {name: other}',
+    '---',
+    SPC(
+      [
+        '    roleName: app', // 13
+        '    vaultSkipTLSVerify: yes', // 14: a YAML 1.1 boolean, as kubectl reads it
+        '    vaultAdress: https://vault:8200', // 15: typo
+        '    objects: |', // 16
+        '      - objectName: a', // 17
+        '        secretPath: secret/data/a',
+        '      - objectName: b', // 19
+        '        secretPath: secret/data/b',
+        '        encoding: rot13',
+      ].join('\n'),
+    ),
+  ].join('\n')
+  const result = lintYaml(text, 'spc.yaml', { vaultDefaults: WITH_ADDRESS })
+  t.equal(result.checked, 1)
+  t.equal(result.skipped, 1, 'the ConfigMap is skipped')
+  t.same(lines(result.problems), [
+    [
+      14,
+      'error',
+      'parameter "vaultSkipTLSVerify" must be a string, got yes (a YAML boolean): the API server refuses other types; quote it: "yes"',
+    ],
+    [
+      15,
+      'warning',
+      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
+    ],
+    [19, 'error', 'object "b": encoding must be one of utf-8, base64, hex, got "rot13"'],
+  ])
+  t.match(result.problems[2], {
+    file: 'spc.yaml',
+    secretProviderClass: 'web/app',
+    code: 'BAD_OBJECT',
+    object: 'b',
+    parameter: 'objects',
+  })
+})
+
+t.test('lintYaml: the provider’s defaults and allowlist, as the daemon would apply them', async (t) => {
+  const text = SPC("    roleName: app\n    objects: '- {objectName: a, secretPath: s}'")
+  const noDefault = lintYaml(text, 'f', { vaultDefaults: DEFAULTS })
+  t.same(
+    noDefault.problems.map((p) => [p.severity, p.code]),
+    [['warning', 'NO_VAULT_ADDRESS']],
+  )
+  t.same(lintYaml(text, 'f', { vaultDefaults: WITH_ADDRESS }).problems, [], 'clean with the provider’s -vault-addr')
+  const refused = lintYaml(text, 'f', {
+    vaultDefaults: WITH_ADDRESS,
+    allowlist: new AddressAllowlist(['https://other.example:8200']),
+  })
+  t.same(
+    refused.problems.map((p) => p.code),
+    ['VAULT_ADDRESS_NOT_ALLOWED'],
+  )
+  const mountDefault = lintYaml(SPC("    roleName: app\n    objects: '- {objectName: a, secretPath: s}'"), 'f', {
+    vaultDefaults: { ...WITH_ADDRESS, authMount: 'a/../b' },
+  })
+  t.match(mountDefault.problems[0]!.message, /-vault-mount "a\/\.\.\/b" is not a valid auth mount path/)
+})
+
+t.test('lintYaml: several parameter problems at once', async (t) => {
+  const text = SPC(
+    [
+      '    vaultAddress: ftp://vault', // 9
+      '    vaultAuthMountPath: jwt', // 10
+      '    vaultKubernetesMountPath: kubernetes', // 11
+      '    vaultTLSClientCertPath: /c.pem', // 12
+      '    objects: "- {objectName: a, secretPath: s}"',
+    ].join('\n'),
+  )
+  const result = lintYaml(text, 'f', { vaultDefaults: WITH_ADDRESS })
+  t.same(
+    result.problems.map((p) => [p.line, p.parameter, p.code]),
+    [
+      [8, 'roleName', 'BAD_PARAMETER'],
+      [9, 'vaultAddress', 'BAD_PARAMETER'],
+      [10, 'vaultAuthMountPath', 'BAD_PARAMETER'],
+      [12, 'vaultTLSClientCertPath', 'BAD_PARAMETER'],
+    ],
+  )
+})
+
+t.test('lintYaml: secretObjects name files the SecretProviderClass writes', async (t) => {
+  const objects = [
+    '    objects: |',
+    '      - {objectName: web, secretPath: pki/issue/web, method: PUT, format: tls}',
+    '      - {objectName: app, secretPath: secret/data/app, format: files}',
+    '      - {objectName: pw, secretPath: secret/data/app, secretKey: pw}',
+  ].join('\n')
+  const secretObjects = [
+    '  secretObjects:',
+    '    - secretName: ok', // 9
+    '      type: Opaque',
+    '      data:',
+    '        - {objectName: pw, key: pw}',
+    '        - {objectName: app/USER, key: user}',
+    '        - {objectName: web/tls.crt, key: crt}',
+    '    - secretName: bad', // 15
+    '      type: kubernetes.io/tls',
+    '      data:',
+    '        - {objectName: web, key: tls.crt}', // 18
+    '        - {objectName: passwd, key: x}', // 19
+    '        - {objectName: web/ca.crt, key: ca}', // 20
+  ].join('\n')
+  const result = lintYaml(SPC(`    roleName: app\n${objects}`, secretObjects), 'f', { vaultDefaults: WITH_ADDRESS })
+  t.same(
+    result.problems.map((p) => [p.line, p.severity, p.code]),
+    [
+      [15, 'error', 'SECRET_OBJECTS'],
+      [18, 'error', 'SECRET_OBJECTS'],
+      [19, 'error', 'SECRET_OBJECTS'],
+      [20, 'warning', 'SECRET_OBJECTS_MAYBE'],
+    ],
+  )
+  t.match(result.problems[0]!.message, 'needs the key "tls.key"')
+  t.match(result.problems[1]!.message, 'object "web" is a directory; name a file in it ("web/tls.crt"')
+  t.match(result.problems[2]!.message, '"passwd" is not a file this SecretProviderClass writes')
+  t.match(result.problems[2]!.message, '"web/tls-combined.pem", "pw", "app/<key>"')
+})
+
+t.test('lintYaml: YAML errors, other providers, non-string and collection parameters', async (t) => {
+  const broken = 'kind: SecretProviderClass\nspec: [unclosed\n'
+  t.same(
+    lintYaml(broken, 'f', { vaultDefaults: DEFAULTS }).problems.map((p) => p.code),
+    ['YAML'],
+    'a broken manifest that says SecretProviderClass',
+  )
+  t.same(
+    lintYaml('a: [', 'f', { vaultDefaults: DEFAULTS }).problems,
+    [],
+    'a broken file found in a directory is not ours',
+  )
+  t.same(
+    lintYaml('a: [', 'f', { vaultDefaults: DEFAULTS, strictYaml: true }).problems.map((p) => p.code),
+    ['YAML'],
+    'a broken file named on the command line is reported',
+  )
+  const azure = SPC('    keyvaultName: x').replace('provider: vault', 'provider: azure')
+  t.same(lintYaml(azure, 'f', { vaultDefaults: DEFAULTS }), { problems: [], checked: 0, skipped: 1 })
+  const collection = SPC(
+    '    roleName: app\n    vaultAddress: https://v:8200\n    objects:\n      - objectName: a\n        secretPath: s',
+  )
+  const r = lintYaml(collection, 'f', { vaultDefaults: DEFAULTS })
+  t.same(
+    lines(r.problems),
+    [
+      [
+        11,
+        'error',
+        'parameter "objects" must be a string, got a YAML list: the API server refuses other types; write it as a block string (objects: |)',
+      ],
+    ],
+    'objects written as a list: one clear problem, not a cascade',
+  )
+})
+
+t.test('lintMarkdown: yaml blocks where they stand, parameter fragments included', async (t) => {
+  const md = [
+    '# Doc', // 1
+    '',
+    '```yaml', // 3
+    'objects: |', // 4
+    '  - objectName: a', // 5
+    '    secretPath: s',
+    '  - objectName: a/', // 7
+    '    secretPath: s',
+    '```',
+    '',
+    '```sh',
+    'objects: not yaml we read',
+    '```',
+    '',
+    '```yaml', // 15
+    SPC("    objects: '- {objectName: x, secretPath: s}'").trimEnd(), // SPC starts on 16; parameters on 23
+    '```',
+  ].join('\n')
+  const result = lintMarkdown(md, 'doc.md', { vaultDefaults: WITH_ADDRESS })
+  t.equal(result.checked, 2)
+  t.same(
+    result.problems.map((p) => [p.line, p.message]),
+    [
+      [7, 'object "a/": objectName ends with "/"'],
+      [23, 'parameter "roleName" is required: the Vault role the pod logs in with'],
+    ],
+  )
+})
+
+t.test('the project’s examples and docs lint clean', async (t) => {
+  const result = { problems: [] as LintProblem[], checked: 0, skipped: 0 }
+  const { readdir } = await import('node:fs/promises')
+  for (const f of (await readdir(join(PACKAGE_ROOT, 'examples'))).filter((f) => f.endsWith('.yaml'))) {
+    lintYaml(
+      await readFile(join(PACKAGE_ROOT, 'examples', f), 'utf8'),
+      `examples/${f}`,
+      { vaultDefaults: DEFAULTS, strictYaml: true },
+      result,
+    )
+  }
+  for (const f of (await readdir(join(PACKAGE_ROOT, 'docs'))).filter((f) => f.endsWith('.md'))) {
+    lintMarkdown(
+      await readFile(join(PACKAGE_ROOT, 'docs', f), 'utf8'),
+      `docs/${f}`,
+      { vaultDefaults: DEFAULTS },
+      result,
+    )
+  }
+  t.ok(result.checked >= 11, `${result.checked} SecretProviderClasses and snippets checked`)
+  t.same(
+    result.problems.map((p) => `${p.file}:${p.line}: ${p.code}`),
+    // ca.crt exists only when the certificate material holds a CA: true for a PKI issue, but not
+    // something the SecretProviderClass alone can promise.
+    ['examples/outputs-secretproviderclass.yaml:24: SECRET_OBJECTS_MAYBE'],
+  )
+})
+
+t.test('lint-only codes always carry their documented severity', async (t) => {
+  const text = [
+    'kind: SecretProviderClass',
+    'metadata: {}',
+    'spec:',
+    '  provider: vault',
+    '  secretObjects:',
+    '    - {secretName: s, type: Opaque, data: [{objectName: w/ca.crt, key: ca}, {objectName: nope, key: x}]}',
+    '  parameters:',
+    '    roleName: 1',
+    '    typo: x',
+    "    objects: '- {objectName: w, secretPath: p, format: tls}'",
+  ].join('\n')
+  const problems = lintYaml(text, 'f', { vaultDefaults: DEFAULTS }).problems
+  const lintOnly = problems.filter((p) => p.code in LINT_CODES)
+  t.same([...new Set(lintOnly.map((p) => p.code))].sort(), [
+    'MANIFEST',
+    'NO_VAULT_ADDRESS',
+    'SECRET_OBJECTS',
+    'SECRET_OBJECTS_MAYBE',
+    'UNKNOWN_PARAMETER',
+  ])
+  for (const p of lintOnly)
+    t.equal(p.severity, LINT_CODES[p.code as keyof typeof LINT_CODES], `${p.code}: ${p.message}`)
+})
