@@ -386,6 +386,9 @@ t.test('limit flags', async (t) => {
     tlsFileDirs: ['/etc/vault-tls/', '/var/run/ca/'],
   })
   t.strictSame(c.tokenRequestAudiences, ['vault', 'https://vault.example'])
-  t.throws(() => loadConfig(['-tls-file-dirs=relative/dir'], {}), /-tls-file-dirs: "relative\/dir" must be an absolute path/)
+  t.throws(
+    () => loadConfig(['-tls-file-dirs=relative/dir'], {}),
+    /-tls-file-dirs: "relative\/dir" must be an absolute path/,
+  )
   t.throws(() => loadConfig(['-max-mount-bytes=lots'], {}), /-max-mount-bytes must be a size/)
 })
