@@ -58,7 +58,13 @@ export class KubeClient {
         () => true,
         () => false,
       )
-      return new KubeClient(url, opts.serviceAccountDir, hasToken && url.protocol === 'https:', undefined)
+      // An API server with a cluster-private CA (every real one) is trusted through the same
+      // ca.crt as in-cluster; without the file, the system's CAs.
+      const ca =
+        url.protocol === 'https:'
+          ? await readFile(path.join(opts.serviceAccountDir, 'ca.crt')).catch(() => undefined)
+          : undefined
+      return new KubeClient(url, opts.serviceAccountDir, hasToken && url.protocol === 'https:', ca)
     }
     const host = opts.env.KUBERNETES_SERVICE_HOST
     const port = opts.env.KUBERNETES_SERVICE_PORT
