@@ -6,7 +6,7 @@
 import type { VaultDefaults } from '../config/config.js'
 import { toProviderError, type ProviderError } from '../errors.js'
 import type { MountObserver } from '../observability/metrics.js'
-import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
+import { ATTR, MAX_ATTRIBUTES_BYTES, parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
@@ -57,7 +57,7 @@ export class MountService {
       if (perr !== err) log.error({ err }, 'unexpected error during mount')
       log.warn(
         {
-          ...(spec ? this.summary(spec, started) : { durationMs: elapsedMs(started) }),
+          ...(spec ? this.summary(spec, started) : { ...rawSummary(raw), durationMs: elapsedMs(started) }),
           outcome: 'failure',
           code: perr.code,
           grpcCode: perr.grpcStatus,
@@ -82,6 +82,37 @@ export class MountService {
       durationMs: elapsedMs(started),
     }
   }
+}
+
+/** A Kubernetes name is at most 253 characters; anything longer is cut (the attributes are pod-controlled). */
+const MAX_LOGGED_NAME = 253
+
+function bounded(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined
+  return value.length > MAX_LOGGED_NAME ? `${value.slice(0, MAX_LOGGED_NAME)}…` : value
+}
+
+/**
+ * Who asked, for the log line of a request that did not parse: the pod and the
+ * SecretProviderClass as the raw attributes name them, each bounded, nothing else.
+ */
+function rawSummary(raw: RawMountRequest): Record<string, string> {
+  if (typeof raw.attributes !== 'string' || raw.attributes.length > MAX_ATTRIBUTES_BYTES) return {}
+  let attrs: unknown
+  try {
+    attrs = JSON.parse(raw.attributes)
+  } catch {
+    return {}
+  }
+  if (attrs === null || typeof attrs !== 'object' || Array.isArray(attrs)) return {}
+  const a = attrs as Record<string, unknown>
+  const out: Record<string, string> = {}
+  const namespace = bounded(a[ATTR.podNamespace])
+  const name = bounded(a[ATTR.podName])
+  if (namespace !== undefined || name !== undefined) out.pod = `${namespace ?? '?'}/${name ?? '?'}`
+  const spc = bounded(a[ATTR.secretProviderClass])
+  if (spc !== undefined) out.secretProviderClass = spc
+  return out
 }
 
 function elapsedMs(started: bigint): number {
