@@ -311,7 +311,9 @@ func saveTokenCache(file string, cache map[string]cachedToken) error {
 	if err != nil {
 		return err
 	}
-	tmp := file + ".tmp"
+	// Several kubelet-csi calls may run at once (kubelet itself is one process): write to a
+	// file of this process's own, then rename; the last writer wins, as the cache allows.
+	tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
@@ -525,8 +527,10 @@ func runPublish(args []string) (*result, error) {
 			outputs[tr.Audience] = *got.Status
 			cache[key] = cachedToken{Status: *got.Status, ExpirationSeconds: expirationOrZero(got.Spec.ExpirationSeconds)}
 		}
-		if err := saveTokenCache(*tokenCache, cache); err != nil {
-			return nil, err
+		if res.TokenRequests > 0 {
+			if err := saveTokenCache(*tokenCache, cache); err != nil {
+				return nil, err
+			}
 		}
 		tokens, err := json.Marshal(outputs)
 		if err != nil {
