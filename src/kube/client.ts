@@ -221,6 +221,28 @@ export class KubeClient {
     return true
   }
 
+  /**
+   * SelfSubjectAccessReview: whether the provider's own identity may do `verb` on `resource`
+   * (namespace '' means every namespace). Any authenticated identity may ask this.
+   */
+  async canI(
+    namespace: string,
+    verb: string,
+    resource: string,
+    opts: { name?: string; subresource?: string } = {},
+  ): Promise<boolean> {
+    const what = `checking whether the provider may ${verb} ${resource}${opts.subresource ? `/${opts.subresource}` : ''}`
+    const res = await this.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', what, {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { namespace, verb, group: '', resource, ...opts } },
+    })
+    if (res.status !== 201 && res.status !== 200) {
+      throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    }
+    return (res.body as { status?: { allowed?: unknown } } | undefined)?.status?.allowed === true
+  }
+
   close(): void {
     this.agent.destroy()
   }

@@ -81,8 +81,8 @@ export interface KubeCluster {
   nodes: string[]
   /** Path of the token file for system:node:<name>. */
   nodeTokenPath(node: string): string
-  /** A kubeconfig file for this token (for the driver and kubectl). */
-  writeKubeconfig(path: string, token: string): Promise<void>
+  /** A kubeconfig file for this token, default the admin's (for the driver and kubectl). */
+  writeKubeconfig(path: string, token?: string): Promise<void>
   /** Log files, for failure messages. */
   logs(): { etcd: string; apiserver: string }
   stop(): Promise<void>
@@ -345,7 +345,7 @@ export async function startKubeCluster(opts: StartKubeClusterOptions = {}): Prom
           apiVersion: 'v1',
           kind: 'Config',
           clusters: [{ name: 'e2e', cluster: { server: url, 'certificate-authority': caPath } }],
-          users: [{ name: 'user', user: { token } }],
+          users: [{ name: 'user', user: { token: token ?? adminToken } }],
           contexts: [{ name: 'e2e', context: { cluster: 'e2e', user: 'user' } }],
           'current-context': 'e2e',
         }
