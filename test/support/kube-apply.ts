@@ -4,10 +4,10 @@
 // through the API server's own discovery (built-in kinds and CRDs alike) and reports per
 // object what the API server answered.
 //
-// A dry run still needs the namespaces its objects live in: the API server refuses a
-// namespaced object, dry run or not, when its namespace does not exist. dryRunObjects
-// creates the missing ones for real (empty) first; a Namespace object in the list is then
-// itself only dry-run.
+// A dry run still needs what its objects depend on: the API server refuses a namespaced
+// object, dry run or not, when its namespace does not exist, and admission refuses a Pod
+// whose ServiceAccount does not exist. dryRunObjects creates the missing namespaces (empty)
+// and the list's ServiceAccounts for real first; everything else is only dry-run.
 import type { K8sObject, KubeClient } from './kube-cluster.js'
 import { ensureNamespace } from './kube-cluster.js'
 
@@ -128,8 +128,14 @@ export async function applyObjects(
 
 /**
  * Server-side dry run with strict field validation of every object: the real API server's
- * schemas (built-in kinds, and the CRDs installed in the cluster) decide. Creates missing
- * namespaces first (see the note at the top).
+ * schemas (built-in kinds, and the CRDs installed in the cluster) and its admission decide.
+ * Each object is created with dryRun=All (as `kubectl apply --dry-run=server` creates what
+ * does not exist yet), or, if it exists (a namespace made for the others), server-side
+ * applied with dryRun=All. Creates missing namespaces first (see the note at the top).
+ *
+ * The two paths word a schema error differently (kube-apiserver v1.35): create answers 400
+ * "strict decoding error: unknown field …" or 422 "Invalid value: …"; server-side apply
+ * answers 500 "failed to create typed patch object …: field not declared in schema".
  */
 export async function dryRunObjects(
   client: KubeClient,
@@ -139,6 +145,7 @@ export async function dryRunObjects(
   const mapper = o.mapper ?? new ResourceMapper(client)
   const namespaces = new Set<string>()
   for (const obj of objects) {
+    // Objects that others in the list need to exist already, as they would after a real apply.
     if (obj?.kind === 'Namespace' && obj.apiVersion === 'v1') continue
     const info =
       typeof obj?.apiVersion === 'string' && typeof obj?.kind === 'string'
@@ -147,7 +154,48 @@ export async function dryRunObjects(
     if (info?.namespaced) namespaces.add(obj.metadata?.namespace ?? o.defaultNamespace ?? 'default')
   }
   for (const ns of namespaces) await ensureNamespace(client, ns)
-  return applyObjects(client, objects, { ...o, mapper, dryRun: true })
+  // A Pod names its ServiceAccount, which admission looks up: create the list's accounts for real.
+  for (const obj of objects) {
+    if (obj?.kind === 'ServiceAccount' && obj.apiVersion === 'v1') {
+      await applyObjects(client, [obj], { ...o, mapper })
+    }
+  }
+  const out: ApplyResult[] = []
+  for (const obj of objects) {
+    const info =
+      typeof obj?.apiVersion === 'string' && typeof obj?.kind === 'string'
+        ? await mapper.resolve(obj.apiVersion, obj.kind)
+        : undefined
+    if (info === undefined) {
+      out.push(...(await applyObjects(client, [obj], { ...o, mapper, dryRun: true })))
+      continue
+    }
+    const namespace = info.namespaced ? (obj.metadata.namespace ?? o.defaultNamespace ?? 'default') : undefined
+    const body = namespace === undefined ? obj : { ...obj, metadata: { ...obj.metadata, namespace } }
+    const collection = objectPath(obj, info, namespace ?? '').replace(/\/[^/]*$/, '')
+    const query = new URLSearchParams({
+      dryRun: 'All',
+      fieldValidation: 'Strict',
+      fieldManager: o.fieldManager ?? 'vcp-e2e',
+    })
+    const res = await client.call('POST', `${collection}?${query}`, body)
+    if (res.status === 409) {
+      out.push(...(await applyObjects(client, [obj], { ...o, mapper, dryRun: true })))
+      continue
+    }
+    const ok = res.status >= 200 && res.status < 300
+    out.push({
+      kind: obj.kind,
+      name: obj.metadata.name,
+      ...(namespace === undefined ? {} : { namespace }),
+      ok,
+      status: res.status,
+      message: ok ? '' : String(res.body?.message ?? res.body),
+      warnings: res.warnings,
+      ...(ok ? { object: res.body } : {}),
+    })
+  }
+  return out
 }
 
 /** "Kind/name: message" for every refused object. */
