@@ -253,6 +253,19 @@ t.test('TokenRequest fallback: no tokenRequests in the CSIDriver', async (t) => 
       (l) => l.msg === 'mount' && l.outcome === 'success' && l.pod === `${ns}/${pod.name}`,
     )
     t.equal(line?.podToken, 'token-request', 'the provider’s own TokenRequest')
+    const requests = (await w.cluster.auditEvents()).filter(
+      (e) =>
+        e.stage === 'ResponseComplete' &&
+        e.verb === 'create' &&
+        e.objectRef?.subresource === 'token' &&
+        e.objectRef.namespace === ns &&
+        e.user.username === 'system:serviceaccount:vault-csi-provider:vault-csi-provider',
+    )
+    t.ok(
+      requests.some((e) => e.responseStatus?.code === 403),
+      'the API server refused the TokenRequest before the overlay',
+    )
+    t.equal(requests.filter((e) => e.responseStatus?.code === 201).length, 1, 'and granted one after it')
   })
 })
 

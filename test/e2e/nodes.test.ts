@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import t from 'tap'
 import { driverMount, readMountedFiles } from '../support/driver-client.js'
 import { spcParameters, startE2e, type AppPod, type E2eWorld } from '../support/e2e.js'
-import { requestToken, waitUntil } from '../support/kube-cluster.js'
+import { requestToken, waitUntil, type AuditEvent } from '../support/kube-cluster.js'
 import { PROVIDER_NAMESPACE, metricSum, startClusterProvider, type ClusterProvider } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
 import { tempDirFor } from '../support/tmp.js'
@@ -15,6 +15,7 @@ import { tempDirFor } from '../support/tmp.js'
 t.setTimeout(5 * 60_000)
 
 const HMAC_SECRET = 'vault-csi-provider-hmac-key'
+const PROVIDER_USER = 'system:serviceaccount:vault-csi-provider:vault-csi-provider'
 let w: E2eWorld
 const extraProviders: ClusterProvider[] = []
 
@@ -71,6 +72,22 @@ t.test('HMAC key: two providers start together on an empty cluster; one Secret, 
   )
   t.same(Object.keys(versions[0]!).sort(), ['a', 'b'])
   t.same(versions[0], versions[1], 'both nodes produced the same object versions')
+
+  // What the API server saw of the key: one create won; the key is then kept in memory.
+  const keyCalls = async (): Promise<AuditEvent[]> =>
+    (await w.cluster.auditEvents()).filter(
+      (e) =>
+        e.stage === 'ResponseComplete' &&
+        e.user.username === PROVIDER_USER &&
+        e.objectRef?.resource === 'secrets' &&
+        e.objectRef.namespace === PROVIDER_NAMESPACE,
+    )
+  const before = await keyCalls()
+  t.equal(before.filter((e) => e.verb === 'create' && e.responseStatus?.code === 201).length, 1, 'one create won')
+  for (let i = 0; i < 3; i++) for (const p of pods) await w.republishThroughToProvider(p)
+  t.equal(await w.providerMounts(pods[0]!, one), 4, "node-1's provider answered 4 Mounts")
+  t.equal(await w.providerMounts(pods[1]!, two), 4, "node-2's provider answered 4 Mounts")
+  t.equal((await keyCalls()).length, before.length, 'no further reads of the Secret: the key is kept in memory')
 })
 
 t.test('the provider’s RBAC: its own Secret only (403 from the API server for anything else)', async (t) => {

@@ -11,7 +11,7 @@ import { lstat, readdir, readlink, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { driverMount, readMountedFiles } from '../support/driver-client.js'
-import { spcParameters, startE2e, type AppPod, type E2eWorld } from '../support/e2e.js'
+import { spcParameters, startE2e, type E2eWorld } from '../support/e2e.js'
 import { requestToken, waitUntil } from '../support/kube-cluster.js'
 import { metricSum, mountsUnder } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
@@ -40,31 +40,6 @@ type AuditEntry = { type?: string; request?: { path?: string } }
 async function auditCount(match: (path: string) => boolean): Promise<number> {
   const entries = (await w.bao.readAuditLog(auditFile)) as AuditEntry[]
   return entries.filter((e) => e.type === 'response' && match(e.request?.path ?? '')).length
-}
-
-/** Successful Mounts the provider logged for this pod so far. */
-async function providerMounts(pod: AppPod): Promise<number> {
-  return (await w.provider().logLines()).filter(
-    (l) => l.msg === 'mount' && l.outcome === 'success' && l.pod === `${pod.namespace}/${pod.name}`,
-  ).length
-}
-
-/**
- * Republishes as kubelet does until the driver has passed one more republish on to the
- * provider (it skips those within --rotation-poll-interval of the last write).
- */
-async function republishThroughToProvider(pod: AppPod): Promise<void> {
-  const before = await providerMounts(pod)
-  await waitUntil(
-    `a republish of ${pod.name} reaching the provider`,
-    async () => {
-      const r = await w.node().publish(pod.namespace, pod.name)
-      if (!r.ok) throw new Error(`republish failed: ${r.message}`)
-      return (await providerMounts(pod)) > before
-    },
-    30_000,
-    250,
-  )
 }
 
 async function getSecret(namespace: string, name: string): Promise<any> {
@@ -274,15 +249,15 @@ t.test('rotation: a changed KV value reaches the file and the synced Secret afte
   const metricsBefore = metricSum(await w.node().driverMetrics(), 'rotation_reconcile_total')
 
   // A republish within the poll interval never reaches the provider.
-  const mountsBefore = await providerMounts(pod)
+  const mountsBefore = await w.providerMounts(pod)
   await w.kvPut(`${ns}/app`, { token: 'rot-2' })
   const quick = await w.node().publish(ns, pod.name)
   t.ok(quick.ok, quick.message)
-  const skipped = (await providerMounts(pod)) === mountsBefore
+  const skipped = (await w.providerMounts(pod)) === mountsBefore
   // (Only when the republish came within the interval; on a slow machine it may not have.)
   t.comment(`republish within the poll interval skipped by the driver: ${skipped}`)
 
-  await republishThroughToProvider(pod)
+  await w.republishThroughToProvider(pod)
   const files = await readMountedFiles(r.targetPath)
   t.equal(files.get('token')?.bytes.toString(), 'rot-2', 'the file changed')
   t.not(await readlink(join(r.targetPath, '..data')), firstData, 'a new ..data directory, switched atomically')
@@ -341,8 +316,8 @@ t.test('across 10 republishes a database credential and a certificate are issued
     'the user exists in PostgreSQL',
   )
 
-  for (let i = 0; i < 10; i++) await republishThroughToProvider(pod)
-  t.equal(await providerMounts(pod), 11, 'the provider answered the first publish and 10 republishes')
+  for (let i = 0; i < 10; i++) await w.republishThroughToProvider(pod)
+  t.equal(await w.providerMounts(pod), 11, 'the provider answered the first publish and 10 republishes')
   t.equal(await auditCount((p) => p === `${db.mount}/creds/${db.role}`), 1, 'one database credential')
   t.equal(await auditCount((p) => p === 'pki-eco/issue/svc'), 1, 'one certificate')
   const last = await readMountedFiles(r.targetPath)

@@ -92,6 +92,13 @@ export interface E2eWorld {
   kvPut(path: string, data: Record<string, unknown>): Promise<void>
   /** The SecretProviderClassPodStatus the driver keeps for a pod's volume, or undefined. */
   podStatus(pod: AppPod, spc: string): Promise<any>
+  /** Successful Mounts a provider logged for this pod so far (default: the pod's node's provider). */
+  providerMounts(pod: AppPod, provider?: ClusterProvider): Promise<number>
+  /**
+   * Republishes the pod's volume as kubelet does until the driver has passed one on to the
+   * provider (it skips those within --rotation-poll-interval of the volume's last change).
+   */
+  republishThroughToProvider(pod: AppPod, provider?: ClusterProvider): Promise<void>
   /** Every JWT issued to a pod or to the provider in this world, for leak checks. */
   tokensSeen(): Promise<string[]>
   stop(): Promise<void>
@@ -336,6 +343,25 @@ export async function startE2e(o: E2eOptions = {}): Promise<E2eWorld> {
           `/apis/secrets-store.csi.x-k8s.io/v1/namespaces/${pod.namespace}/secretproviderclasspodstatuses/${pod.name}-${pod.namespace}-${spc}`,
         )
         return r.status === 200 ? r.body : undefined
+      },
+      async providerMounts(pod, provider) {
+        const p = provider ?? world.provider(pod.node)
+        return (await p.logLines()).filter(
+          (l) => l.msg === 'mount' && l.outcome === 'success' && l.pod === `${pod.namespace}/${pod.name}`,
+        ).length
+      },
+      async republishThroughToProvider(pod, provider) {
+        const before = await world.providerMounts(pod, provider)
+        await waitUntil(
+          `a republish of ${pod.namespace}/${pod.name} reaching the provider`,
+          async () => {
+            const r = await world.node(pod.node).publish(pod.namespace, pod.name)
+            if (!r.ok) throw new Error(`republish failed: ${r.message}`)
+            return (await world.providerMounts(pod, provider)) > before
+          },
+          30_000,
+          250,
+        )
       },
       async tokensSeen() {
         const out = [...podTokens, reviewer.token]

@@ -85,7 +85,32 @@ export interface KubeCluster {
   writeKubeconfig(path: string, token?: string): Promise<void>
   /** Log files, for failure messages. */
   logs(): { etcd: string; apiserver: string }
+  /**
+   * The API server's audit log (level Metadata) for Secrets, TokenRequests and TokenReviews:
+   * who asked for what, as the API server saw it. Other requests are not recorded.
+   */
+  auditEvents(): Promise<AuditEvent[]>
   stop(): Promise<void>
+}
+
+export interface AuditEvent {
+  stage: string
+  verb: string
+  user: { username: string }
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string }
+  responseStatus?: { code?: number }
+}
+
+// Metadata only (never request or response bodies: they hold Secrets and tokens).
+const AUDIT_POLICY = {
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [
+    { level: 'Metadata', resources: [{ group: '', resources: ['secrets', 'serviceaccounts/token'] }] },
+    { level: 'Metadata', resources: [{ group: 'authentication.k8s.io', resources: ['tokenreviews'] }] },
+    { level: 'None' },
+  ],
 }
 
 export interface StartKubeClusterOptions {
@@ -255,6 +280,9 @@ export async function startKubeCluster(opts: StartKubeClusterOptions = {}): Prom
       await writeFile(join(dir, `node-${n}.token`), tok, { mode: 0o600 })
     }
     await writeFile(join(dir, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 })
+    const auditPolicy = join(dir, 'audit-policy.json')
+    const auditLog = join(dir, 'audit.log')
+    await writeFile(auditPolicy, JSON.stringify(AUDIT_POLICY))
 
     const etcdPort = await freePort()
     const peerPort = await freePort()
@@ -304,6 +332,10 @@ export async function startKubeCluster(opts: StartKubeClusterOptions = {}): Prom
         '--service-cluster-ip-range=10.96.0.0/16',
         // No kube-controller-manager keeps the kubernetes Service's endpoints here.
         '--endpoint-reconciler-type=none',
+        `--audit-policy-file=${auditPolicy}`,
+        `--audit-log-path=${auditLog}`,
+        // Written as each request completes, so a test reads what happened before it asked.
+        '--audit-log-mode=blocking',
       ],
       apiLog,
     )
@@ -352,6 +384,13 @@ export async function startKubeCluster(opts: StartKubeClusterOptions = {}): Prom
         await writeFile(path, JSON.stringify(cfg, null, 2), { mode: 0o600 })
       },
       logs: () => ({ etcd: etcdLog, apiserver: apiLog }),
+      async auditEvents() {
+        const text = await readFile(auditLog, 'utf8').catch(() => '')
+        return text
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as AuditEvent)
+      },
       async stop() {
         agent.destroy()
         await stopAll()
