@@ -11,6 +11,7 @@ import { JWT_AUTH_MOUNT, KUBERNETES_AUTH_MOUNT, spcParameters, startE2e, type E2
 import { jwtClaims, requestToken, waitUntil } from '../support/kube-cluster.js'
 import { mountsUnder } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
+import { mustSucceed } from '../support/openbao.js'
 import { startProvider } from '../support/provider.js'
 import { readMountedFiles } from '../support/driver-client.js'
 import { tempDirFor } from '../support/tmp.js'
@@ -58,16 +59,49 @@ t.test('kubernetes auth: the token kubelet got from the API server, reviewed by 
   const r = await w.node().publish(ns, pod.name)
   t.ok(r.ok, r.message)
   t.equal((await readMountedFiles(r.targetPath)).get('value')?.bytes.toString(), secretValues[0])
-  const login = (await audit()).find(
+  const audited = (await audit()).find(
     (e) => e.type === 'response' && e.request?.path === `auth/${KUBERNETES_AUTH_MOUNT}/login` && e.auth?.metadata,
   )
   t.match(
-    login?.auth?.metadata,
+    audited?.auth?.metadata,
     { role: 'k8s-app', service_account_name: 'app', service_account_namespace: ns },
     'OpenBao saw the pod’s service account, as the API server’s TokenReview reported it',
   )
   const line = (await w.provider().logLines()).find((l) => l.msg === 'mount' && l.pod === `${ns}/${pod.name}`)
   t.equal(line?.podToken, 'driver', 'the token came with the request, not from a TokenRequest of the provider')
+
+  // What a role's `audience` buys: OpenBao 2.7 (role without audience) has the API server review
+  // a token for whatever audience the token carries, so a token minted for another service logs in
+  // too; with audience=vault the API server refuses it. (A TokenReview naming no audience at all
+  // would be checked against the API server's own audiences and fail.)
+  mustSucceed(
+    'role without audience',
+    await w.bao.api('POST', `/v1/auth/${KUBERNETES_AUTH_MOUNT}/role/no-audience`, {
+      bound_service_account_names: ['app'],
+      bound_service_account_namespaces: [ns],
+      token_policies: ['app-read'],
+    }),
+  )
+  const tokenFor = async (audience: string): Promise<string> =>
+    (await requestToken(w.cluster.admin, ns, 'app', { audiences: [audience], pod: { name: pod.name, uid: pod.uid } }))
+      .token
+  const login = async (role: string, audience: string): Promise<number> =>
+    (
+      await w.bao.api(
+        'POST',
+        `/v1/auth/${KUBERNETES_AUTH_MOUNT}/login`,
+        { jwt: await tokenFor(audience), role },
+        { token: '' },
+      )
+    ).status
+  t.equal(await login('k8s-app', 'vault'), 200, 'audience=vault: the pod’s token for vault logs in')
+  t.equal(await login('k8s-app', 'some-other-service'), 403, 'audience=vault: a token for another service does not')
+  t.equal(await login('no-audience', 'vault'), 200, 'no audience: the token for vault logs in')
+  t.equal(
+    await login('no-audience', 'some-other-service'),
+    200,
+    'no audience: so does a token minted for another service (set audience=vault)',
+  )
 })
 
 t.test('jwt auth: OpenBao checks the same kind of token against the API server’s JWKS', async (t) => {
