@@ -2,7 +2,7 @@
 // socket, and reading their memory from /proc.
 //
 // Ours: `node <build>/src/main.js` with the in-cluster settings pointed at the
-// stand-ins: KUBERNETES_SERVICE_HOST/PORT (the HTTPS front) and
+// real API server: KUBERNETES_SERVICE_HOST/PORT (its timing HTTPS front) and
 // -kube-service-account-dir (token, namespace, ca.crt).
 //
 // The reference (Go): reads the service-account files from the fixed path

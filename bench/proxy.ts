@@ -1,10 +1,10 @@
 // A timing HTTP reverse proxy: sits between a provider and a loopback server
-// (OpenBao, or the Kubernetes API stand-in), forwards every request unchanged
+// (OpenBao, or the Kubernetes API server), forwards every request unchanged
 // and records when it arrived and when its answer was fully sent back. The
 // benchmark uses it to measure time spent inside Vault (or the API server)
 // from the outside, the same way for both providers. With `tls`, it terminates
-// HTTPS (the in-cluster API server is HTTPS-only for client-go) and forwards
-// plain HTTP.
+// HTTPS (the in-cluster API server is HTTPS-only for client-go); an https://
+// upstream (the real kube-apiserver) is reached over TLS trusting `upstreamCa`.
 import http from 'node:http'
 import https from 'node:https'
 import { performance } from 'node:perf_hooks'
@@ -32,15 +32,18 @@ export function nowMs(): number {
 
 export async function startTimingProxy(
   upstream: string,
-  opts: { tls?: { key: string; cert: string } } = {},
+  opts: { tls?: { key: string; cert: string }; upstreamCa?: string } = {},
 ): Promise<TimingProxy> {
   const target = new URL(upstream)
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
+  const secure = target.protocol === 'https:'
+  const agent = secure
+    ? new https.Agent({ keepAlive: true, maxSockets: 256, ca: opts.upstreamCa })
+    : new http.Agent({ keepAlive: true, maxSockets: 256 })
   const calls: ProxiedCall[] = []
   const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const startMs = nowMs()
     const headers = { ...req.headers, host: target.host }
-    const up = http.request(
+    const up = (secure ? https : http).request(
       { host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent },
       (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers)

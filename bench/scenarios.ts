@@ -65,7 +65,7 @@ const CHURN_OBJECTS: SpcObject[] = [
 ]
 
 function hmacGets(world: World): number {
-  return world.kube.calls.filter((c) => c.method === 'GET' && c.path.includes('/secrets/')).length
+  return world.kubeTls.calls.filter((c) => c.method === 'GET' && c.path.includes('/secrets/')).length
 }
 
 /**

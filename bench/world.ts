@@ -1,15 +1,19 @@
 // Everything the providers talk to, started once per benchmark run and shared
 // by both providers: a real OpenBao (dev mode, file audit device, `jwt` auth),
 // a real PostgreSQL behind OpenBao's database engine, a PKI engine, the KV
-// values of every scenario, and the Kubernetes API stand-in (Secret GET for
-// the HMAC key) behind an HTTPS front with a self-signed certificate.
+// values of every scenario, and a real kube-apiserver (+ etcd; the provider's
+// namespace, ServiceAccount and RBAC from daemonset/, the HMAC key Secret)
+// behind a timing HTTPS front with a self-signed certificate.
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../test/support/jwt.js'
-import { startKubeApi, type KubeApi } from '../test/support/kube-api.js'
+import { PACKAGE_ROOT } from '../src/package-info.js'
+import { applyObjects, refusals } from '../test/support/kube-apply.js'
+import { requestToken, startKubeCluster, type KubeCluster } from '../test/support/kube-cluster.js'
+import { kustomizeBuild } from '../test/support/manifests.js'
 import { configurePki } from '../test/support/pki.js'
 import { mustSucceed, startOpenBao, type OpenBao } from '../test/support/openbao.js'
 import { configurePostgresSecretsEngine, startPostgres, type Postgres } from '../test/support/postgres.js'
@@ -20,8 +24,8 @@ export const SERVICE_ACCOUNT = 'app'
 export const AUTH_MOUNT = 'jwt'
 export const ROLE = 'bench'
 export const HMAC_SECRET_NAME = 'vault-csi-provider-hmac-key'
-/** Provider's own namespace (where the HMAC Secret lives). */
-export const PROVIDER_NAMESPACE = 'csi'
+/** Provider's own namespace (where the HMAC Secret lives), as daemonset/ creates it. */
+export const PROVIDER_NAMESPACE = 'vault-csi-provider'
 
 /**
  * Time-to-live choices. The churn scenario compresses time (one simulated
@@ -35,10 +39,10 @@ export interface World {
   bao: OpenBao
   auditFile: string
   pg: Postgres | undefined
-  kube: KubeApi
-  /** HTTPS front of the Kubernetes API stand-in (what KUBERNETES_SERVICE_HOST/PORT name). */
+  kube: KubeCluster
+  /** Timing HTTPS front of the API server (what KUBERNETES_SERVICE_HOST/PORT name). */
   kubeTls: TimingProxy
-  /** Directory with the provider's fake service-account files: token, namespace, ca.crt. */
+  /** The provider's service-account files: a real token, namespace, the front's ca.crt. */
   saDir: string
   dir: string
   podJwt(podName: string, podUid: string): string
@@ -53,7 +57,7 @@ function run(cmd: string, args: string[]): Promise<string> {
   )
 }
 
-/** A self-signed certificate for 127.0.0.1 (the API server stand-in's HTTPS front), made by openssl. */
+/** A self-signed certificate for 127.0.0.1 (the API server's timing front), made by openssl. */
 async function selfSigned(dir: string): Promise<{ key: string; cert: string; certPath: string }> {
   const keyPath = join(dir, 'kube-api.key')
   const certPath = join(dir, 'kube-api.crt')
@@ -72,7 +76,7 @@ async function selfSigned(dir: string): Promise<{ key: string; cert: string; cer
     '-days',
     '2',
     '-subj',
-    '/CN=kube-apiserver-stand-in',
+    '/CN=kube-apiserver-bench-front',
     '-addext',
     'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
   ])
@@ -150,32 +154,33 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       await configurePostgresSecretsEngine(bao, pg, { role: 'app', defaultTtl: TTL.dbCreds, maxTtl: TTL.dbMax })
     }
 
-    o.log('starting the Kubernetes API stand-in (HTTPS front, self-signed certificate by openssl)')
-    const kube = await startKubeApi()
-    stack.push(() => kube.close())
-    const tls = await selfSigned(dir)
-    const kubeTls = await startTimingProxy(kube.url, { tls })
-    stack.push(() => kubeTls.close())
+    o.log('starting etcd and kube-apiserver; the provider’s namespace and RBAC from daemonset/')
+    const kube = await startKubeCluster({ nodes: [] })
+    stack.push(() => kube.stop())
+    const applied = await applyObjects(kube.admin, await kustomizeBuild(join(PACKAGE_ROOT, 'daemonset')))
+    if (refusals(applied).length > 0) throw new Error(`daemonset/ refused: ${refusals(applied).join('; ')}`)
     // The HMAC key Secret exists beforehand (as after the first node created it), so both
     // providers read the same key and neither races to create it.
-    kube.secrets.set(`${PROVIDER_NAMESPACE}/${HMAC_SECRET_NAME}`, { key: randomBytes(32).toString('base64') })
+    await kube.admin.must('POST', `/api/v1/namespaces/${PROVIDER_NAMESPACE}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: HMAC_SECRET_NAME },
+      immutable: true,
+      data: { key: randomBytes(32).toString('base64') },
+    })
+    const tls = await selfSigned(dir)
+    const kubeTls = await startTimingProxy(kube.url, { tls, upstreamCa: kube.caPem })
+    stack.push(() => kubeTls.close())
 
     const saDir = join(dir, 'serviceaccount')
     await run('mkdir', ['-p', saDir])
     await writeFile(join(saDir, 'ca.crt'), tls.cert)
     await writeFile(join(saDir, 'namespace'), PROVIDER_NAMESPACE)
-    // The stand-in does not check the provider's own token; any JWT-shaped string works.
-    await writeFile(
-      join(saDir, 'token'),
-      signServiceAccountJwt({
-        namespace: PROVIDER_NAMESPACE,
-        serviceAccount: 'vault-csi-provider',
-        podName: 'vault-csi-provider-node',
-        podUid: 'provider',
-        audience: 'https://kubernetes.default.svc',
-        expiresInSec: 24 * 3600,
-      }),
-    )
+    // The provider's own token, from the API server, with the RBAC of daemonset/base.
+    const own = await requestToken(kube.admin, PROVIDER_NAMESPACE, 'vault-csi-provider', {
+      expirationSeconds: 24 * 3600,
+    })
+    await writeFile(join(saDir, 'token'), own.token)
 
     // Warm OpenBao up (first logins and reads of a fresh server are slower), so that the
     // variant that happens to run first is not penalised. Before any scenario: not counted.

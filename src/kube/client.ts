@@ -58,7 +58,13 @@ export class KubeClient {
         () => true,
         () => false,
       )
-      return new KubeClient(url, opts.serviceAccountDir, hasToken && url.protocol === 'https:', undefined)
+      // An API server with a cluster-private CA (every real one) is trusted through the same
+      // ca.crt as in-cluster; without the file, the system's CAs.
+      const ca =
+        url.protocol === 'https:'
+          ? await readFile(path.join(opts.serviceAccountDir, 'ca.crt')).catch(() => undefined)
+          : undefined
+      return new KubeClient(url, opts.serviceAccountDir, hasToken && url.protocol === 'https:', ca)
     }
     const host = opts.env.KUBERNETES_SERVICE_HOST
     const port = opts.env.KUBERNETES_SERVICE_PORT
@@ -213,6 +219,28 @@ export class KubeClient {
       throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
     }
     return true
+  }
+
+  /**
+   * SelfSubjectAccessReview: whether the provider's own identity may do `verb` on `resource`
+   * (namespace '' means every namespace). Any authenticated identity may ask this.
+   */
+  async canI(
+    namespace: string,
+    verb: string,
+    resource: string,
+    opts: { name?: string; subresource?: string } = {},
+  ): Promise<boolean> {
+    const what = `checking whether the provider may ${verb} ${resource}${opts.subresource ? `/${opts.subresource}` : ''}`
+    const res = await this.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', what, {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: { resourceAttributes: { namespace, verb, group: '', resource, ...opts } },
+    })
+    if (res.status !== 201 && res.status !== 200) {
+      throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
+    }
+    return (res.body as { status?: { allowed?: unknown } } | undefined)?.status?.allowed === true
   }
 
   close(): void {

@@ -8,7 +8,7 @@ import { isProviderError, toProviderError, type ProviderError } from '../errors.
 import { logString } from '../observability/logger.js'
 import type { MountObserver } from '../observability/metrics.js'
 import type { ObjectsCache } from '../request/objects-cache.js'
-import { parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
+import { ATTR, MAX_ATTRIBUTES_BYTES, parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
 import { BudgetRefusals, type NodeBudget } from './budget.js'
@@ -80,7 +80,7 @@ export class MountService {
       if (perr !== err) log.error({ err }, 'unexpected error during mount')
       log.warn(
         {
-          ...(spec ? this.summary(spec, started) : { durationMs: elapsedMs(started) }),
+          ...(spec ? this.summary(spec, started) : { ...rawSummary(raw), durationMs: elapsedMs(started) }),
           outcome: 'failure',
           code: perr.code,
           grpcCode: perr.grpcStatus,
@@ -121,6 +121,34 @@ function refusalKeyOf(spec: MountSpec): string {
     spec.roleName,
     spec.audience,
   ])
+}
+
+/** A pod-controlled attribute for the log line: a string, bounded (logString), or nothing. */
+function bounded(value: unknown): string | undefined {
+  return typeof value === 'string' ? logString(value) : undefined
+}
+
+/**
+ * Who asked, for the log line of a request that did not parse: the pod and the
+ * SecretProviderClass as the raw attributes name them, each bounded, nothing else.
+ */
+function rawSummary(raw: RawMountRequest): Record<string, string> {
+  if (typeof raw.attributes !== 'string' || raw.attributes.length > MAX_ATTRIBUTES_BYTES) return {}
+  let attrs: unknown
+  try {
+    attrs = JSON.parse(raw.attributes)
+  } catch {
+    return {}
+  }
+  if (attrs === null || typeof attrs !== 'object' || Array.isArray(attrs)) return {}
+  const a = attrs as Record<string, unknown>
+  const out: Record<string, string> = {}
+  const namespace = bounded(a[ATTR.podNamespace])
+  const name = bounded(a[ATTR.podName])
+  if (namespace !== undefined || name !== undefined) out.pod = `${namespace ?? '?'}/${name ?? '?'}`
+  const spc = bounded(a[ATTR.secretProviderClass])
+  if (spc !== undefined) out.secretProviderClass = spc
+  return out
 }
 
 function elapsedMs(started: bigint): number {

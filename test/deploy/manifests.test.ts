@@ -1,8 +1,9 @@
 // Every deployment manifest, checked offline: kustomize builds each variant, every object
 // is validated against the Kubernetes JSON schemas of the oldest and newest supported
 // Kubernetes (kubernetes-validate, strict: unknown fields are errors), SecretProviderClasses
-// against a schema written from the driver's CRD; then the properties the issue asks of
-// the DaemonSet and RBAC are asserted on the built objects.
+// against the driver's own CRD schema (made strict); then the properties the issue asks of
+// the DaemonSet and RBAC are asserted on the built objects. server-dry-run.test.ts sends the
+// same objects to a real API server.
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'

@@ -1,20 +1,15 @@
-// Logging in as the pod: jwt and kubernetes auth, audiences, TokenRequest
-// fallback, and refusals that show Vault's own reason.
+// Logging in as the pod: jwt auth, audiences, the auth-mount parameters, and
+// refusals that show Vault's own reason. What needs Kubernetes itself (tokens
+// from kube-apiserver, kubernetes auth with a real TokenReview, the TokenRequest
+// fallback, the HMAC key Secret) is in test/e2e/ against a real API server.
 import t from 'tap'
-import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
+import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
 import { Fixture, JWT_MOUNT, DEFAULT_POLICY } from '../support/fixture.js'
-import { startKubeApi } from '../support/kube-api.js'
 import { findLeaks } from '../support/leaks.js'
-import { startProvider } from '../support/provider.js'
-import { selfSignedCaPem } from '../support/tls.js'
 
 t.test('identity and login', async (t) => {
-  const kube = await startKubeApi()
-  const fx = await Fixture.start({ args: [`-kube-api-url=${kube.url}`] })
-  t.teardown(async () => {
-    await fx.stop()
-    await kube.close()
-  })
+  const fx = await Fixture.start()
+  t.teardown(() => fx.stop())
   await fx.kvPut('id', { value: 'identity-secret-Qw7' })
   const objects = [{ objectName: 'v', secretPath: 'secret/data/id', secretKey: 'value' }]
 
@@ -67,20 +62,6 @@ t.test('identity and login', async (t) => {
     t.match(missing.result.message, /tokens for audiences "vault" but not for audience "my-vault"/)
   })
 
-  t.test('TokenRequest through the Kubernetes API when the driver passes no token', async (t) => {
-    const before = kube.issued.length
-    const { result, files } = await fx.mount({
-      pod: { tokenAudience: null, name: 'tr-pod', uid: 'uid-tr' },
-      params: { objects },
-    })
-    t.ok(result.ok, result.message)
-    t.equal(files.get('v')?.bytes.toString(), 'identity-secret-Qw7')
-    t.equal(kube.issued.length, before + 1, 'one token requested')
-    const call = kube.calls.filter((c) => c.path.endsWith('/serviceaccounts/app/token'))
-    t.equal(call.length, 1)
-    t.equal(call[0]?.path, '/api/v1/namespaces/default/serviceaccounts/app/token')
-  })
-
   t.test('a cached token is reused: no second login for the same pod', async (t) => {
     const audit = await fx.bao.enableFileAudit()
     const pod = { name: 'cache-pod', uid: 'uid-cache' }
@@ -103,44 +84,19 @@ t.test('identity and login', async (t) => {
     t.ok(result.ok, result.message)
   })
 
-  t.test('kubernetes auth (TokenReview)', async (t) => {
-    await fx.bao.enableAuth('kubernetes', 'kubernetes')
-    const cfg = await fx.bao.api('POST', '/v1/auth/kubernetes/config', {
-      kubernetes_host: kube.url,
-      token_reviewer_jwt: signServiceAccountJwt({
-        namespace: 'kube-system',
-        serviceAccount: 'reviewer',
-        podName: 'x',
-        podUid: 'x',
-        audience: 'https://kubernetes.default.svc',
-      }),
-      disable_local_ca_jwt: true,
-      // The stub speaks plain HTTP, but OpenBao insists on a CA once local CA discovery is off.
-      kubernetes_ca_cert: selfSignedCaPem(),
-    })
-    t.ok(cfg.status < 300, JSON.stringify(cfg.body))
-    const role = await fx.bao.api('POST', '/v1/auth/kubernetes/role/k8s-app', {
-      bound_service_account_names: ['app'],
-      bound_service_account_namespaces: ['default'],
-      audience: 'vault',
-      token_policies: [DEFAULT_POLICY],
-    })
-    t.ok(role.status < 300, JSON.stringify(role.body))
-    const { result, files } = await fx.mount({
-      params: { objects, roleName: 'k8s-app', vaultAuthMountPath: 'kubernetes' },
-    })
-    t.ok(result.ok, result.message)
-    t.equal(files.get('v')?.bytes.toString(), 'identity-secret-Qw7')
-
-    // The default auth mount is -vault-mount (kubernetes); vaultKubernetesMountPath is its alias.
+  t.test('vaultKubernetesMountPath is an alias of vaultAuthMountPath', async (t) => {
     const alias = await fx.mount({
-      params: { objects, roleName: 'k8s-app', vaultKubernetesMountPath: 'kubernetes', vaultAuthMountPath: '' },
+      params: { objects, vaultKubernetesMountPath: JWT_MOUNT, vaultAuthMountPath: '' },
     })
     t.ok(alias.result.ok, alias.result.message)
+    t.equal(alias.files.get('v')?.bytes.toString(), 'identity-secret-Qw7')
+    const both = await fx.mount({ params: { objects, vaultKubernetesMountPath: JWT_MOUNT } })
+    t.notOk(both.result.ok, 'setting both is an error')
+    t.equal(both.result.grpcCode, 'InvalidArgument')
   })
 
   t.test('no secret value, JWT or token in the provider log', async (t) => {
-    t.same(findLeaks(await fx.provider.logs(), ['identity-secret-Qw7', ...fx.issuedJwts, ...kube.issued]), [])
+    t.same(findLeaks(await fx.provider.logs(), ['identity-secret-Qw7', ...fx.issuedJwts]), [])
   })
 })
 
@@ -179,39 +135,4 @@ t.test('without tokens and without a Kubernetes API the error says how to fix it
   t.notOk(result.ok)
   t.equal(result.grpcCode, 'FailedPrecondition')
   t.match(result.message, /configure the driver with tokenRequests \(audience "vault"\)/)
-})
-
-t.test('the HMAC key comes from a Kubernetes Secret shared by every node', async (t) => {
-  const kube = await startKubeApi()
-  const fx = await Fixture.start({ args: [`-kube-api-url=${kube.url}`] })
-  const second = await startProvider({
-    args: [`-kube-api-url=${kube.url}`, `-vault-addr=${fx.bao.addr}`],
-    hmacKeyFile: '',
-  })
-  t.teardown(async () => {
-    await second.stop()
-    await fx.stop()
-    await kube.close()
-  })
-  // The fixture's provider has a key file; restart it on the Kubernetes Secret instead.
-  await fx.restartProvider('SIGTERM', { args: [`-kube-api-url=${kube.url}`], hmacKeyFile: '' })
-  await fx.kvPut('shared', { a: 'b' })
-  const objects = [{ objectName: 'a', secretPath: 'secret/data/shared', secretKey: 'a' }]
-  const one = await fx.mount({ params: { objects } })
-  t.ok(one.result.ok, one.result.message)
-  const provider = fx.provider
-  fx.provider = second
-  const two = await fx.mount({ params: { objects } })
-  fx.provider = provider
-  t.ok(two.result.ok, two.result.message)
-  t.equal(one.result.objectVersions.a, two.result.objectVersions.a, 'two nodes, one version')
-  const stored = kube.secrets.get('default/vault-csi-provider-hmac-key')
-  t.ok(stored?.key, 'the Secret was created')
-  t.equal(Buffer.from(stored!.key!, 'base64').length, 32)
-  const gets = kube.calls.filter((c) => c.method === 'GET' && c.path.endsWith('/secrets/vault-csi-provider-hmac-key'))
-  // Three Mounts later, still one or two reads per process (get before create, get after): never one per Mount.
-  await fx.mount({ params: { objects } })
-  await fx.mount({ params: { objects } })
-  const after = kube.calls.filter((c) => c.method === 'GET' && c.path.endsWith('/secrets/vault-csi-provider-hmac-key'))
-  t.equal(after.length, gets.length, 'the key is kept in memory once read')
 })

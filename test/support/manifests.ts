@@ -1,8 +1,11 @@
 // Offline checks of the deployment files: kustomize builds, Kubernetes JSON schemas
-// (kubernetes-validate, which bundles the upstream OpenAPI schemas per Kubernetes version),
-// hadolint and dockerfile-parse. scripts/setup.sh installs all of them into .cache/.
+// (kubernetes-validate, which bundles the upstream OpenAPI schemas per Kubernetes version;
+// the driver's CRDs for its kinds), hadolint and dockerfile-parse. scripts/setup.sh installs
+// all of them into .cache/. The same objects also go to a real API server as a server-side
+// dry run (kube-apply.ts, test/deploy/server-dry-run.test.ts).
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseAllDocuments } from 'yaml'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
@@ -78,76 +81,61 @@ export async function kustomizeBuild(dir: string): Promise<K8sObject[]> {
   return parseYamlDocuments(res.stdout, `kustomize build ${dir}`)
 }
 
+/** The CRDs whose kinds are checked offline with their own schema (the driver's deploy/ files). */
+export const DRIVER_CRD_FILES = [
+  'secrets-store.csi.x-k8s.io_secretproviderclasses.yaml',
+  'secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml',
+]
+
 /**
- * The SecretProviderClass CRD (secrets-store.csi.x-k8s.io/v1) as JSON Schema, written from
- * the driver's CRD: spec.provider (the socket name, `^[a-zA-Z0-9_-]{0,30}$`), spec.parameters
- * (string to string: the API server refuses a YAML boolean or number there), and
- * spec.secretObjects. Unknown fields are errors here, because the API server prunes them
- * silently.
+ * A CRD's served schema as strict JSON Schema: every object that lists its properties and
+ * neither allows others nor preserves unknown fields gets additionalProperties: false, which is
+ * what the API server's fieldValidation=Strict enforces (without it, it prunes them silently).
  */
-export const SECRET_PROVIDER_CLASS_SCHEMA = {
-  $schema: 'https://json-schema.org/draft/2020-12/schema',
-  type: 'object',
-  required: ['apiVersion', 'kind', 'metadata', 'spec'],
-  additionalProperties: false,
-  properties: {
-    apiVersion: { const: 'secrets-store.csi.x-k8s.io/v1' },
-    kind: { const: 'SecretProviderClass' },
-    metadata: {
-      type: 'object',
-      required: ['name'],
-      properties: {
-        name: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', maxLength: 253 },
-        namespace: { type: 'string' },
-        labels: { type: 'object', additionalProperties: { type: 'string' } },
-        annotations: { type: 'object', additionalProperties: { type: 'string' } },
-      },
-    },
-    spec: {
-      type: 'object',
-      required: ['provider'],
-      additionalProperties: false,
-      properties: {
-        provider: { type: 'string', pattern: '^[a-zA-Z0-9_-]{0,30}$' },
-        parameters: { type: 'object', additionalProperties: { type: 'string' } },
-        secretObjects: {
-          type: 'array',
-          items: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              secretName: { type: 'string' },
-              type: { type: 'string' },
-              labels: { type: 'object', additionalProperties: { type: 'string' } },
-              annotations: { type: 'object', additionalProperties: { type: 'string' } },
-              data: {
-                type: 'array',
-                items: {
-                  type: 'object',
-                  additionalProperties: false,
-                  properties: { objectName: { type: 'string' }, key: { type: 'string' } },
-                },
-              },
-            },
-          },
-        },
-      },
-    },
-  },
-} as const
+export function strictCrdSchema(crd: any): { kind: string; schema: unknown } {
+  const version = (crd.spec.versions as any[]).find((v) => v.storage) ?? crd.spec.versions[0]
+  const strict = (node: any): any => {
+    if (Array.isArray(node)) return node.map(strict)
+    if (node === null || typeof node !== 'object') return node
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(node)) out[k] = strict(v)
+    if (
+      out.properties !== undefined &&
+      out.additionalProperties === undefined &&
+      out['x-kubernetes-preserve-unknown-fields'] !== true
+    ) {
+      out.additionalProperties = false
+    }
+    return out
+  }
+  return { kind: crd.spec.names.kind, schema: strict(version.schema.openAPIV3Schema) }
+}
+
+async function driverCrdSchemas(): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {}
+  for (const f of DRIVER_CRD_FILES) {
+    const path = join(PACKAGE_ROOT, '.cache', 'kube-deploy', f)
+    if (!existsSync(path)) throw new Error(`${path} is missing: run scripts/setup.sh first`)
+    for (const crd of parseYamlDocuments(await readFile(path, 'utf8'), f)) {
+      const { kind, schema } = strictCrdSchema(crd)
+      out[kind] = schema
+    }
+  }
+  return out
+}
 
 export interface ValidationResult {
   kind: string
   name: string
   version: string
   ok: boolean
-  /** 'kubernetes' (bundled upstream schema) or 'crd' (SECRET_PROVIDER_CLASS_SCHEMA). */
+  /** 'kubernetes' (bundled upstream schema) or 'crd' (the driver's CRD, strictCrdSchema). */
   schema: string
   errors: string[]
 }
 
 // Runs in .cache/deploy's Python: built-in kinds against kubernetes-validate's strict
-// schemas (unknown fields are errors), SecretProviderClass against the schema above.
+// schemas (unknown fields are errors), the driver's kinds against their CRD's own schema.
 // A kind without a schema is a failure, never a silent skip.
 const VALIDATOR = String.raw`
 import json, sys
@@ -188,7 +176,7 @@ export async function validateObjects(
   const input = JSON.stringify({
     resources,
     versions,
-    crdSchemas: { SecretProviderClass: SECRET_PROVIDER_CLASS_SCHEMA },
+    crdSchemas: await driverCrdSchemas(),
   })
   const res = await run(DEPLOY_PYTHON, ['-c', VALIDATOR], { input })
   if (res.code !== 0) throw new Error(`schema validation crashed: ${res.stderr}`)

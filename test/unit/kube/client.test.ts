@@ -1,0 +1,75 @@
+// The provider's Kubernetes client behind -kube-api-url=https://…: it trusts the cluster's CA
+// from ca.crt in the service-account directory, as it does in-cluster (an API server with a
+// cluster-private CA is the normal case; found by the e2e suite against a real one).
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import https from 'node:https'
+import { join } from 'node:path'
+import t from 'tap'
+import { KubeClient } from '../../../src/kube/client.js'
+import { tempDirFor } from '../../support/tmp.js'
+
+async function apiServer(
+  t: { teardown(fn: () => unknown): void },
+  dir: string,
+): Promise<{ url: string; auth: string[] }> {
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-subj',
+      '/CN=127.0.0.1-ca',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-days',
+      '1',
+      '-keyout',
+      join(dir, 'server.key'),
+      '-out',
+      join(dir, 'server.crt'),
+    ],
+    { stdio: 'ignore' },
+  )
+  const auth: string[] = []
+  const server = https.createServer(
+    { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.crt')) },
+    (req, res) => {
+      auth.push(req.headers.authorization ?? '')
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ kind: 'Secret', data: { key: Buffer.from('k'.repeat(32)).toString('base64') } }))
+    },
+  )
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  return { url: `https://127.0.0.1:${(server.address() as { port: number }).port}`, auth }
+}
+
+t.test('-kube-api-url with https reads ca.crt and the token from the service-account directory', async (t) => {
+  const dir = await tempDirFor(t)
+  const { url, auth } = await apiServer(t, dir)
+  const sa = join(dir, 'sa')
+  const { mkdir } = await import('node:fs/promises')
+  await mkdir(sa)
+  await writeFile(join(sa, 'token'), 'provider-token\n')
+
+  const untrusted = await KubeClient.discover({ apiUrl: url, serviceAccountDir: sa, env: {} })
+  t.teardown(() => untrusted?.close())
+  await t.rejects(untrusted!.getSecret('ns', 'hmac'), {
+    code: 'KUBERNETES_API',
+    message: /unreachable \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)\)/,
+  })
+
+  await writeFile(join(sa, 'ca.crt'), readFileSync(join(dir, 'server.crt')))
+  const client = await KubeClient.discover({ apiUrl: url, serviceAccountDir: sa, env: {} })
+  t.teardown(() => client?.close())
+  const data = await client!.getSecret('ns', 'hmac')
+  t.equal(data?.get('key')?.length, 32)
+  t.equal(auth[auth.length - 1], 'Bearer provider-token', 'the provider’s own token')
+})
