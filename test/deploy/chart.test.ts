@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/config.js'
 import { PACKAGE_ROOT, PACKAGE_VERSION } from '../../src/package-info.js'
 import {
   CHART_DIR,
+  CHART_EVERY_OPTION,
   HELM_ONLY_LABELS,
   chartValues,
   helmLint,
@@ -42,32 +43,11 @@ function provider(objs: readonly K8sObject[]): any {
 }
 
 /** Every option of the chart switched on, with a vault-helm-style block on top. */
-const EVERYTHING = {
-  namespace: { create: true },
-  rbac: { tokenRequest: true },
-  metrics: {
-    podMonitor: { enabled: true, labels: { release: 'prometheus' } },
-    serviceMonitor: { enabled: true, interval: '1m', scrapeTimeout: '15s' },
-  },
-  prometheusRule: { enabled: true, labels: { release: 'prometheus' } },
-  grafanaDashboard: { enabled: true, annotations: { grafana_folder: 'Secrets' } },
-  global: { externalVaultAddr: 'https://vault.vault.svc:8200', imagePullSecrets: ['regcred', { name: 'other' }] },
-  csi: {
-    hmacSecretName: 'my-hmac-key',
-    vaultAddrAllowlist: ['https://vault.vault.svc:8200', 'https://*.vault.example:8200'],
-    extraArgs: ['-identity-scope=serviceaccount', '--static-freshness=30s'],
-    volumes: [{ name: 'vault-ca', configMap: { name: 'vault-ca' } }],
-    volumeMounts: [{ name: 'vault-ca', mountPath: '/vault/ca', readOnly: true }],
-    pod: { annotations: { 'example.com/team': 'platform' }, extraLabels: { team: 'platform' } },
-    daemonSet: { annotations: { 'example.com/owner': 'platform' }, extraLabels: { tier: 'node' } },
-    serviceAccount: { annotations: { 'example.com/sa': 'yes' }, extraLabels: { sa: 'yes' } },
-  },
-}
 
 t.test('helm lint --strict passes, and really lints', async (t) => {
   for (const [what, values] of [
     ['defaults', {}],
-    ['every option', EVERYTHING],
+    ['every option', CHART_EVERY_OPTION],
   ] as const) {
     const res = await helmLint(values)
     t.equal(res.code, 0, `${what}: helm lint --strict (${res.stdout}${res.stderr})`)
@@ -124,7 +104,7 @@ t.test('the comparison can fail: one changed setting shows up', async (t) => {
 })
 
 t.test('every object the chart can render is valid', async (t) => {
-  const objs = await renderChart(EVERYTHING)
+  const objs = await renderChart(CHART_EVERY_OPTION)
   const kinds = objs.map((o) => o.kind).sort()
   t.same(kinds, [
     'ClusterRole',
@@ -291,7 +271,7 @@ t.test('the daemon’s own flag parser accepts every argument the chart renders'
     ['vault-helm block', VAULT_HELM_VALUES, { logLevel: 'debug', hmacSecretName: 'vault-hmac', cacheSize: 500 }],
     [
       'every option',
-      EVERYTHING,
+      CHART_EVERY_OPTION,
       {
         hmacSecretName: 'my-hmac-key',
         identityScope: 'serviceaccount',
@@ -342,7 +322,7 @@ t.test('security contexts: hardened by default, user keys win one by one, the in
 })
 
 t.test('monitoring objects select the provider pods; rules and dashboard are docs/’s', async (t) => {
-  const objs = await renderChart(EVERYTHING)
+  const objs = await renderChart(CHART_EVERY_OPTION)
   const podLabels = only(objs, 'DaemonSet').spec.template.metadata.labels
   for (const kind of ['PodMonitor', 'ServiceMonitor']) {
     const m = only(objs, kind)

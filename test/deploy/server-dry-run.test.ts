@@ -8,8 +8,15 @@ import { join } from 'node:path'
 import t from 'tap'
 import { parse, stringify } from 'yaml'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
-import { dryRunObjects, refusals, type ApplyResult } from '../support/kube-apply.js'
-import { readYamlObjects, startKubeCluster, type K8sObject, type KubeCluster } from '../support/kube-cluster.js'
+import { applyObjects, dryRunObjects, refusals, type ApplyResult } from '../support/kube-apply.js'
+import {
+  readYamlObjects,
+  startKubeCluster,
+  waitUntil,
+  type K8sObject,
+  type KubeCluster,
+} from '../support/kube-cluster.js'
+import { CHART_EVERY_OPTION, crdFiles, renderChart } from '../support/helm.js'
 import { kustomizeBuild } from '../support/manifests.js'
 
 t.setTimeout(3 * 60_000)
@@ -44,6 +51,49 @@ t.test('every kustomize variant passes a strict server-side dry run', async (t) 
   // The API server's defaults filled in: what the DaemonSet will really run with.
   t.equal(ds?.object?.spec?.template?.spec?.dnsPolicy, 'ClusterFirst', 'defaulted by the API server')
   t.equal(ds?.object?.spec?.revisionHistoryLimit, 10)
+})
+
+t.test('the Helm chart passes: defaults, each kustomize variant’s values and every option', async (t) => {
+  // The monitoring kinds (PodMonitor, ServiceMonitor, PrometheusRule) need the Prometheus
+  // Operator's own CRDs on the API server first, as in a cluster that runs the operator.
+  const crds = (
+    await Promise.all((await crdFiles()).map(async (f) => readYamlObjects(await readFile(f, 'utf8'), f)))
+  ).flat()
+  t.ok(crds.length >= 3, `${crds.length} Prometheus Operator CRDs`)
+  t.same(refusals(await applyObjects(cluster.admin, crds)), [], 'the CRDs are installed')
+  for (const crd of crds) {
+    await waitUntil(`${crd.metadata.name} established`, async () => {
+      const got = await cluster.admin.must(
+        'GET',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+      )
+      return (got.status?.conditions ?? []).some((c: any) => c.type === 'Established' && c.status === 'True')
+    })
+  }
+  await waitUntil('monitoring.coreos.com/v1 served', async () => {
+    return (await cluster.admin.call('GET', '/apis/monitoring.coreos.com/v1')).status === 200
+  })
+  const cases: Array<[string, unknown]> = [
+    ['defaults', {}],
+    ['token-request values', { namespace: { create: true }, rbac: { tokenRequest: true } }],
+    ['root-socket-dir values', { namespace: { create: true }, csi: { daemonSet: { runAsRoot: true } } }],
+    ['every option', CHART_EVERY_OPTION],
+  ]
+  for (const [what, values] of cases) {
+    const objs = await renderChart(values)
+    const results = await dryRunObjects(cluster.admin, objs)
+    t.same(refusals(results), [], `${what}: accepted (${summary(results).join(', ')})`)
+    t.equal(results.length, objs.length, `${what}: every rendered object was sent`)
+    t.same(
+      results.flatMap((r) => r.warnings),
+      [],
+      `${what}: no warnings`,
+    )
+  }
+  const kinds = new Set((await renderChart(CHART_EVERY_OPTION)).map((o) => o.kind))
+  for (const k of ['PodMonitor', 'ServiceMonitor', 'PrometheusRule', 'ConfigMap', 'DaemonSet']) {
+    t.ok(kinds.has(k), `every option renders a ${k}`)
+  }
 })
 
 t.test('every example passes', async (t) => {

@@ -161,3 +161,26 @@ export async function validateCustomResources(resources: readonly K8sObject[]): 
   if (res.code !== 0) throw new Error(`CRD validation crashed: ${res.stderr}`)
   return JSON.parse(res.stdout) as CrdValidation[]
 }
+
+/** Values that turn every optional part of the chart on: what lint, schema and dry-run tests render. */
+export const CHART_EVERY_OPTION = {
+  namespace: { create: true },
+  rbac: { tokenRequest: true },
+  metrics: {
+    podMonitor: { enabled: true, labels: { release: 'prometheus' } },
+    serviceMonitor: { enabled: true, interval: '1m', scrapeTimeout: '15s' },
+  },
+  prometheusRule: { enabled: true, labels: { release: 'prometheus' } },
+  grafanaDashboard: { enabled: true, annotations: { grafana_folder: 'Secrets' } },
+  global: { externalVaultAddr: 'https://vault.vault.svc:8200', imagePullSecrets: ['regcred', { name: 'other' }] },
+  csi: {
+    hmacSecretName: 'my-hmac-key',
+    vaultAddrAllowlist: ['https://vault.vault.svc:8200', 'https://*.vault.example:8200'],
+    extraArgs: ['-identity-scope=serviceaccount', '--static-freshness=30s'],
+    volumes: [{ name: 'vault-ca', configMap: { name: 'vault-ca' } }],
+    volumeMounts: [{ name: 'vault-ca', mountPath: '/vault/ca', readOnly: true }],
+    pod: { annotations: { 'example.com/team': 'platform' }, extraLabels: { team: 'platform' } },
+    daemonSet: { annotations: { 'example.com/owner': 'platform' }, extraLabels: { tier: 'node' } },
+    serviceAccount: { annotations: { 'example.com/sa': 'yes' }, extraLabels: { sa: 'yes' } },
+  },
+}
