@@ -259,8 +259,9 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   const healthPort = await freePort()
   // Appended last (the last flag wins): the test's own health port instead of :8080.
   const argv = [...entrypoint, ...cmd, `-health-addr=127.0.0.1:${healthPort}`]
-  // tap's process tracker adds its loader (in this checkout's node_modules) to every child's
-  // NODE_OPTIONS; the image has none, and uid 65532 cannot read a checkout in a private directory.
+  // tap's coverage hook puts an --import of this checkout's node_modules into every child's
+  // NODE_OPTIONS; uid 65532 cannot read a checkout in a 0700 directory (mktemp -d), and the
+  // image has no NODE_OPTIONS: `env -u` drops it and execs node itself (same pid, same signals).
   const child = spawn('env', ['-u', 'NODE_OPTIONS', ...argv], {
     cwd: appDir,
     env: { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...env },

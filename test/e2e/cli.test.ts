@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
 import { spcParameters, startE2e, type E2eWorld } from '../support/e2e.js'
-import { KUBECTL_BIN, ensureServiceAccount, requestToken } from '../support/kube-cluster.js'
+import { KUBECTL_BIN, ensureServiceAccount, requestToken, waitUntil } from '../support/kube-cluster.js'
 import { PROVIDER_NAMESPACE } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
 import { PROVIDER_MAIN } from '../support/provider.js'
@@ -204,7 +204,6 @@ t.test('doctor as an identity with too much: a warning naming the extra rights',
     metadata: { name: 'too-much-secrets' },
     rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create'] }],
   })
-  const { waitUntil } = await import('../support/kube-cluster.js')
   const c = await waitUntil('the binding to take effect', async () => {
     const run = await cli([...doctorBase(), `--kube-service-account-dir=${d}`])
     const got = checks(run)

@@ -6,14 +6,13 @@
 import { readFile } from 'node:fs/promises'
 import { existsSync, readdirSync } from 'node:fs'
 import t from 'tap'
-import { driverMount } from '../support/driver-client.js'
+import { driverMount, readMountedFiles } from '../support/driver-client.js'
 import { JWT_AUTH_MOUNT, KUBERNETES_AUTH_MOUNT, spcParameters, startE2e, type E2eWorld } from '../support/e2e.js'
 import { jwtClaims, requestToken, waitUntil } from '../support/kube-cluster.js'
 import { mountsUnder } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
 import { mustSucceed } from '../support/openbao.js'
 import { startProvider } from '../support/provider.js'
-import { readMountedFiles } from '../support/driver-client.js'
 import { tempDirFor } from '../support/tmp.js'
 
 t.setTimeout(5 * 60_000)

@@ -153,7 +153,6 @@ t.test('the provider’s RBAC: its own Secret only (403 from the API server for 
 
 t.test('socket handover and restart while the real driver republishes: no failed NodePublishVolume', async (t) => {
   const node = w.node('node-1')
-  // The provider the earlier test left is serving; restart it cleanly so this test owns it.
   const ns = await w.newNamespace('handover')
   await w.kubernetesRole('handover-app', [ns])
   await w.kvPut(`${ns}/app`, { v: 'handover-value-1' })

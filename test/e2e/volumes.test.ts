@@ -7,7 +7,8 @@
 // KV into the volume; secretObjects (Opaque and kubernetes.io/tls from `format: tls`);
 // rotation by republish; database credentials and certificates issued once across republishes.
 import { X509Certificate, createPrivateKey, createPublicKey } from 'node:crypto'
-import { lstat, readdir, readlink, stat } from 'node:fs/promises'
+import { readFileSync } from 'node:fs'
+import { lstat, readdir, readFile, readlink, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { driverMount, readMountedFiles } from '../support/driver-client.js'
@@ -71,7 +72,7 @@ t.test('KV values into the real tmpfs: contents, modes, the ..data layout, the p
   t.match(r.targetPath, new RegExp(`/pods/${pod.uid}/volumes/kubernetes\\.io~csi/secrets-store/mount$`))
 
   t.ok(mountsUnder(r.targetPath).includes(r.targetPath), 'the driver mounted a filesystem at the target')
-  const mountinfo = (await import('node:fs')).readFileSync('/proc/self/mountinfo', 'utf8')
+  const mountinfo = readFileSync('/proc/self/mountinfo', 'utf8')
   const line = mountinfo.split('\n').find((l) => l.split(' ')[4] === r.targetPath) ?? ''
   t.match(line, / - tmpfs /, 'a tmpfs')
 
@@ -244,6 +245,7 @@ t.test('rotation: a changed KV value reaches the file and the synced Secret afte
   const pod = await w.createPod(ns, 'app-0', { spc: 'app' })
   const r = await w.node().publish(ns, pod.name)
   t.ok(r.ok, r.message)
+  t.equal(r.republish, false, 'a first publish')
   const firstData = await readlink(join(r.targetPath, '..data'))
   await waitUntil('the synced Secret', async () => b64((await getSecret(ns, 'rotated'))?.data?.token) === 'rot-1')
   const metricsBefore = metricSum(await w.node().driverMetrics(), 'rotation_reconcile_total')
@@ -253,6 +255,8 @@ t.test('rotation: a changed KV value reaches the file and the synced Secret afte
   await w.kvPut(`${ns}/app`, { token: 'rot-2' })
   const quick = await w.node().publish(ns, pod.name)
   t.ok(quick.ok, quick.message)
+  t.equal(quick.republish, true, 'a republish (the CSIDriver sets requiresRepublish)')
+  t.equal(quick.skipped, false)
   const skipped = (await w.providerMounts(pod)) === mountsBefore
   // (Only when the republish came within the interval; on a slow machine it may not have.)
   t.comment(`republish within the poll interval skipped by the driver: ${skipped}`)
@@ -330,6 +334,5 @@ t.test('across 10 republishes a database credential and a certificate are issued
 t.test('no secret value, JWT or Vault token in the provider or driver logs', async (t) => {
   const tokens = await w.tokensSeen()
   t.same(findLeaks(await w.provider().logs(), [...secretValues, ...tokens]), [], 'provider log')
-  const { readFile } = await import('node:fs/promises')
   t.same(findLeaks(await readFile(w.node().driverLog, 'utf8'), [...secretValues, ...tokens]), [], 'driver log')
 })

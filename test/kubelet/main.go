@@ -26,6 +26,8 @@
 //   - NodeGetCapabilities, then NodePublishVolume: read-only as the volume says, access mode
 //     single-node writer (ReadWriteOnce, what kubelet sends for inline volumes), mount
 //     capability with the volume's fsType;
+//   - a volume already mounted is published again (republish) only when the CSIDriver sets
+//     requiresRepublish, as kubelet's volume manager does;
 //   - on a final gRPC error (anything but Canceled, DeadlineExceeded, Unavailable,
 //     ResourceExhausted, Aborted) it removes the target dir, vol_data.json and the volume dir
 //     when nothing is mounted there.
@@ -91,9 +93,13 @@ type result struct {
 	VolumeContextKeys []string `json:"volumeContextKeys,omitempty"`
 	TokenAudiences    []string `json:"tokenAudiences,omitempty"`
 	// TokenRequests made by this call (0 when every token came from the cache).
-	TokenRequests int  `json:"tokenRequests"`
-	Readonly      bool `json:"readonly"`
+	TokenRequests int    `json:"tokenRequests"`
+	Readonly      bool   `json:"readonly"`
 	AccessMode    string `json:"accessMode,omitempty"`
+	// The volume was already mounted: this call was a republish.
+	Republish bool `json:"republish"`
+	// A republish kubelet would not make (the CSIDriver does not set requiresRepublish).
+	Skipped bool `json:"skipped"`
 	// The target path directory was removed after a final error.
 	Cleaned    bool    `json:"cleaned"`
 	DurationMs float64 `json:"durationMs"`
@@ -467,6 +473,13 @@ func runPublish(args []string) (*result, error) {
 	if err := os.MkdirAll(parent, 0o750); err != nil {
 		return nil, err
 	}
+	// A mounted volume is published again only for drivers that ask for it (requiresRepublish,
+	// kubelet's periodic remount); otherwise kubelet leaves it alone.
+	res.Republish = isMountPoint(res.TargetPath)
+	if res.Republish && (drv.Spec.RequiresRepublish == nil || !*drv.Spec.RequiresRepublish) {
+		res.OK, res.Skipped = true, true
+		return done()
+	}
 
 	secrets := map[string]string{}
 	if src.NodePublishSecretRef != nil {
@@ -663,4 +676,3 @@ func runUnpublish(args []string) (*result, error) {
 	res.DurationMs = float64(time.Since(started).Microseconds()) / 1000
 	return res, nil
 }
-

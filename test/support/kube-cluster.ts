@@ -223,7 +223,8 @@ export async function driverDeployObjects(file: string): Promise<K8sObject[]> {
   return readYamlObjects(await readFile(p, 'utf8'), p)
 }
 
-function spawnLogged(bin: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): ChildProcess {
+/** Starts `bin` with stdout and stderr appended to `logPath`; killed if the test process exits first. */
+export function spawnLogged(bin: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): ChildProcess {
   if (!existsSync(bin)) throw new Error(`${bin} missing: run scripts/setup.sh (setup-kubernetes.sh) first`)
   const fd = openSync(logPath, 'a')
   try {

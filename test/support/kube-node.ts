@@ -15,7 +15,7 @@
 // - A failed first publish unmounts the tmpfs again; kubelet then removes the target dir.
 // - Secret sync (secretObjects) happens in the driver's SecretProviderClassPodStatus
 //   controller, shortly after the status object is created or updated, not in the call.
-import { execFile, type ChildProcess } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import net from 'node:net'
@@ -27,14 +27,13 @@ import {
   ensureNamespace,
   ensureServiceAccount,
   requestToken,
+  spawnLogged,
   stopChild,
   waitUntil,
   type KubeCluster,
 } from './kube-cluster.js'
 import { freePort } from './ports.js'
 import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
-import { spawn } from 'node:child_process'
-import { closeSync, openSync } from 'node:fs'
 
 export const DRIVER_BIN = join(KUBE_BIN_DIR, 'secrets-store-csi-driver')
 export const KUBELET_BIN = process.env['KUBELET_CSI_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'kubelet-csi')
@@ -58,6 +57,10 @@ export interface KubeletResult {
   tokenRequests: number
   readonly: boolean
   accessMode?: string
+  /** The volume was mounted already: a republish. */
+  republish: boolean
+  /** A republish kubelet would not make: the CSIDriver does not set requiresRepublish. */
+  skipped: boolean
   cleaned: boolean
   durationMs: number
 }
@@ -147,27 +150,21 @@ export async function startNode(cluster: KubeCluster, name: string, o: StartNode
   await driverKubeconfig(cluster, kubeconfig)
   const metricsPort = await freePort()
   const driverLog = join(base, 'driver.log')
-  const fd = openSync(driverLog, 'a')
-  let driver: ChildProcess
-  try {
-    driver = spawn(
-      DRIVER_BIN,
-      [
-        `--endpoint=unix://${csiSocket}`,
-        `--nodeid=${name}`,
-        `--provider-volume=${providerDir}`,
-        `--additional-provider-volume-paths=${providerDir}`,
-        `--metrics-addr=127.0.0.1:${metricsPort}`,
-        '--enable-secret-rotation=true',
-        `--rotation-poll-interval=${o.rotationPollInterval ?? '1s'}`,
-        '-v=2',
-      ],
-      { stdio: ['ignore', fd, fd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', KUBECONFIG: kubeconfig } },
-    )
-  } finally {
-    closeSync(fd)
-  }
-  process.on('exit', () => driver.kill('SIGKILL'))
+  const driver = spawnLogged(
+    DRIVER_BIN,
+    [
+      `--endpoint=unix://${csiSocket}`,
+      `--nodeid=${name}`,
+      `--provider-volume=${providerDir}`,
+      `--additional-provider-volume-paths=${providerDir}`,
+      `--metrics-addr=127.0.0.1:${metricsPort}`,
+      '--enable-secret-rotation=true',
+      `--rotation-poll-interval=${o.rotationPollInterval ?? '1s'}`,
+      '-v=2',
+    ],
+    driverLog,
+    { PATH: process.env.PATH ?? '/usr/bin:/bin', KUBECONFIG: kubeconfig },
+  )
   await waitUntil(`the driver serving ${csiSocket} (log ${driverLog})`, async () => {
     if (driver.exitCode !== null) throw new Error(`driver exited: ${readFileSync(driverLog, 'utf8').slice(-3000)}`)
     return await new Promise<boolean>((res) => {
@@ -249,7 +246,7 @@ export async function startNode(cluster: KubeCluster, name: string, o: StartNode
   return node
 }
 
-/** Sum of a driver counter over all its label sets (name without _total suffix handling). */
+/** Sum of a metric over all its label sets, e.g. metricSum(m, 'rotation_reconcile_error_total'). */
 export function metricSum(metrics: Map<string, number>, name: string): number {
   let sum = 0
   for (const [k, v] of metrics) if (k === name || k.startsWith(`${name}{`)) sum += v
