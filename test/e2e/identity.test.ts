@@ -300,6 +300,21 @@ t.test('TokenRequest fallback: no tokenRequests in the CSIDriver', async (t) => 
     )
     t.equal(requests.filter((e) => e.responseStatus?.code === 201).length, 1, 'and granted one after it')
   })
+
+  t.test('an audience outside -token-request-audiences: refused before the API server is asked', async (t) => {
+    const { ns: evilNs, pod: evilPod } = await podWith('evil-audience', secretValues[2]!, (ns) =>
+      spcParameters(w.bao, 'fallback-app', kvObjects(ns), { audience: 'evil-audience' }),
+    )
+    const r = await w.node().publish(evilNs, evilPod.name)
+    t.notOk(r.ok)
+    t.match(r.message, /may not request service-account tokens for audience "evil-audience"/)
+    t.match(r.message, /-token-request-audiences allows "vault"/)
+    t.ok(nothingWritten(r.targetPath), 'nothing written')
+    const asked = (await w.cluster.auditEvents()).filter(
+      (e) => e.objectRef?.subresource === 'token' && e.objectRef.namespace === evilNs,
+    )
+    t.same(asked, [], 'the API server saw no TokenRequest for that pod')
+  })
 })
 
 t.test('no secret value, JWT or Vault token in the logs', async (t) => {
