@@ -171,6 +171,7 @@ t.test('socket handover and restart while the real driver republishes: no failed
     kind: 'republish' | 'publish'
     ok: boolean
     message: string
+    startedAt: number
     at: number
   }
   const calls: Call[] = []
@@ -178,8 +179,9 @@ t.test('socket handover and restart while the real driver republishes: no failed
   // kubelet's periodic republishes of the running pods…
   const republishers = steady.map(async (p) => {
     while (running) {
+      const startedAt = Date.now()
       const r = await node.publish(ns, p.name)
-      calls.push({ kind: 'republish', ok: r.ok, message: r.message, at: Date.now() })
+      calls.push({ kind: 'republish', ok: r.ok, message: r.message, startedAt, at: Date.now() })
     }
   })
   // …and new pods starting on the node.
@@ -187,14 +189,14 @@ t.test('socket handover and restart while the real driver republishes: no failed
   const starter = (async () => {
     while (running) {
       const p = await w.createPod(ns, `new-${n++}`, { spc: 'spc' })
+      const startedAt = Date.now()
       const r = await node.publish(ns, p.name)
-      calls.push({ kind: 'publish', ok: r.ok, message: r.message, at: Date.now() })
+      calls.push({ kind: 'publish', ok: r.ok, message: r.message, startedAt, at: Date.now() })
     }
   })()
 
   const current = w.provider('node-1')
   const instances: ClusterProvider[] = [current]
-  const started = Date.now()
   const restartArgs = {
     args: [`-vault-addr=${w.bao.addr}`],
     serviceAccountDir: current.serviceAccountDir,
@@ -217,6 +219,8 @@ t.test('socket handover and restart while the real driver republishes: no failed
   await new Promise((r) => setTimeout(r, 1500))
   const exit = await instances[instances.length - 1]!.stop('SIGTERM')
   t.equal(exit.code, 0, 'restart: the old process exits cleanly')
+  // For this second, nothing serves the socket.
+  const gapStart = Date.now()
   await new Promise((r) => setTimeout(r, 1000))
   const restarted = await startClusterProvider(w.cluster, node, restartArgs)
   extraProviders.push(restarted)
@@ -228,9 +232,11 @@ t.test('socket handover and restart while the real driver republishes: no failed
   const failed = calls.filter((c) => !c.ok)
   t.equal(failed.length, 0, failed.map((c) => `${c.kind}: ${c.message}`).join('\n'))
   t.ok(calls.filter((c) => c.kind === 'publish').length >= 3, `${calls.length} calls, new pods among them`)
+  const inGap = calls.filter((c) => c.startedAt >= gapStart && c.startedAt < gapStart + 900)
+  t.ok(inGap.length > 0, `${inGap.length} calls started while no provider served the socket`)
   t.ok(
-    calls.every((c) => c.at >= started),
-    'all during the restarts',
+    inGap.every((c) => c.ok && c.at >= gapStart + 1000),
+    'they waited for the restarted provider, then succeeded',
   )
   // A republish error would not show in NodePublishVolume (the driver masks it): check its metric.
   const metrics = await node.driverMetrics()

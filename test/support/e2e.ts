@@ -133,6 +133,9 @@ export async function csiDriverObject(tokenRequests: boolean): Promise<K8sObject
 }
 
 export async function startE2e(o: E2eOptions = {}): Promise<E2eWorld> {
+  if (process.getuid?.() !== 0) {
+    throw new Error('test/e2e runs as root: the Secrets Store CSI driver mounts a tmpfs for every volume')
+  }
   const stack: Array<() => Promise<unknown>> = []
   const unwind = async (): Promise<void> => {
     const errors: unknown[] = []
