@@ -3,7 +3,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { MountService } from '../../../src/mount/service.js'
-import { createLogger } from '../../../src/observability/logger.js'
+import { MAX_LOGGED_STRING_CHARS, createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 
 function serviceWithLog(): { service: MountService; lines: Array<Record<string, unknown>> } {
@@ -63,8 +63,9 @@ t.test('pod-controlled names are bounded; unparseable attributes log no names', 
   )
   await t.rejects(service.mount({ attributes: '{not json', secrets: 'null', permission: '420' }, Deadline.in(5000)))
   const [first, second] = lines.filter((l) => l.msg === 'mount')
-  t.equal((first!.secretProviderClass as string).length, 254, '253 characters and an ellipsis')
-  t.equal(first!.pod, `shop/${'n'.repeat(253)}…`)
+  const cut = `${'n'.repeat(MAX_LOGGED_STRING_CHARS)}…`
+  t.equal(first!.secretProviderClass, cut, `${MAX_LOGGED_STRING_CHARS} characters and an ellipsis`)
+  t.equal(first!.pod, `shop/${cut}`)
   t.equal(second!.pod, undefined)
   t.equal(second!.secretProviderClass, undefined)
   t.equal(second!.outcome, 'failure')
