@@ -52,12 +52,20 @@ export function loadProviderService(): grpc.ServiceDefinition {
   return pkg.v1alpha1.CSIDriverProvider.service
 }
 
+/**
+ * The Mount's deadline: the provider's own -mount-timeout or the caller's
+ * deadline less a margin, whichever comes first; and a signal aborted when the
+ * driver cancels the call (its own deadline, kubelet gave up), so that every
+ * Vault and Kubernetes request of that Mount stops instead of running on for nobody.
+ */
 function callDeadline(call: grpc.ServerUnaryCall<unknown, unknown>, mountTimeoutMs: number): Deadline {
-  const own = Deadline.in(mountTimeoutMs)
+  const controller = new AbortController()
+  call.once('cancelled', () => controller.abort(new Error('the driver cancelled the Mount call')))
+  const own = Deadline.in(mountTimeoutMs, controller.signal)
   const d = call.getDeadline()
   const ms = d instanceof Date ? d.getTime() : d
   if (!Number.isFinite(ms)) return own
-  return new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS))
+  return new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS), controller.signal)
 }
 
 function toStatus(err: ProviderError): Partial<grpc.StatusObject> {

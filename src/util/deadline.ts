@@ -1,25 +1,46 @@
-/** A point in time by which a Mount must have answered. */
+/**
+ * A point in time by which a Mount must have answered, and the signal that
+ * says its caller has gone (the driver cancelled the call, kubelet gave up).
+ *
+ * Every Vault and Kubernetes request of a Mount takes both: its timeout is
+ * what is left of `expiresAt`, and `signal` aborts it as soon as nobody waits
+ * for the answer any more. The clock is injected so that tests never sleep.
+ */
+export type Clock = () => number
+
+const NEVER_ABORTED: AbortSignal = new AbortController().signal
+
 export class Deadline {
   readonly expiresAt: number
+  /** Aborted when the caller gave up; never aborted merely because time ran out (timeouts come from expiresAt). */
+  readonly signal: AbortSignal
+  private readonly clock: Clock
 
-  constructor(expiresAt: number) {
+  constructor(expiresAt: number, signal: AbortSignal = NEVER_ABORTED, clock: Clock = Date.now) {
     this.expiresAt = expiresAt
+    this.signal = signal
+    this.clock = clock
   }
 
-  static in(ms: number): Deadline {
-    return new Deadline(Date.now() + ms)
+  static in(ms: number, signal?: AbortSignal, clock: Clock = Date.now): Deadline {
+    return new Deadline(clock() + ms, signal, clock)
   }
 
-  /** The earlier of this deadline and `now + ms`. */
+  /** The earlier of this deadline and `now + ms`, with the same signal. */
   capped(ms: number): Deadline {
-    return new Deadline(Math.min(this.expiresAt, Date.now() + ms))
+    return new Deadline(Math.min(this.expiresAt, this.clock() + ms), this.signal, this.clock)
   }
 
   remainingMs(): number {
-    return this.expiresAt - Date.now()
+    return this.expiresAt - this.clock()
   }
 
   expired(): boolean {
     return this.remainingMs() <= 0
+  }
+
+  /** The caller is gone: nothing done from now on can reach it. */
+  get cancelled(): boolean {
+    return this.signal.aborted
   }
 }
