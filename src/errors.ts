@@ -2,70 +2,48 @@
  * The one catalogue of errors the provider can return.
  *
  * Every failure that reaches the driver is a ProviderError with a stable
- * `code` (used in logs, metrics and docs/troubleshooting.md) and the gRPC
- * status the driver shows in the pod's FailedMount event. Messages are built
+ * `code` (used in logs, metrics and docs/troubleshooting.md); each code's entry
+ * says what it means. Nothing here knows gRPC: the gRPC adapter maps codes to
+ * the status the driver shows in the pod's FailedMount event
+ * (src/server/grpc-status.ts). Messages are built
  * only from safe fields (object names, Vault paths, role, HTTP status, Vault's
  * own error strings): never a secret value, a token or a request body.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js'
-
 export const ERROR_CATALOGUE = {
-  /** The MountRequest itself is malformed (attributes/secrets/permission). */
-  BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
-  /** A SecretProviderClass parameter (or a pod volumeAttribute) is invalid. */
-  BAD_PARAMETER: GrpcStatus.INVALID_ARGUMENT,
-  /** An entry of `objects` is invalid. */
-  BAD_OBJECT: GrpcStatus.INVALID_ARGUMENT,
-  /** A file path would be refused by the driver (traversal, absolute, duplicate...). */
-  BAD_FILE_PATH: GrpcStatus.INVALID_ARGUMENT,
-  /** No service-account token could be had for the pod. */
-  NO_POD_TOKEN: GrpcStatus.FAILED_PRECONDITION,
-  /** The Kubernetes API refused or failed a TokenRequest / Secret call. */
-  KUBERNETES_API: GrpcStatus.UNAVAILABLE,
-  /** Vault refused the pod's login (role binding, audience, expired JWT...). */
-  VAULT_LOGIN_DENIED: GrpcStatus.PERMISSION_DENIED,
-  /** Vault answered 403 to a read with a freshly logged-in token. */
-  VAULT_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
-  /** Vault answered 404, or the secret lacks the requested key. */
-  VAULT_NOT_FOUND: GrpcStatus.NOT_FOUND,
-  SECRET_KEY_NOT_FOUND: GrpcStatus.NOT_FOUND,
-  /** Vault answered 400 (usually a bad secretArgs / query / method). */
-  VAULT_BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
-  /** Vault is sealed, in standby without forwarding, unreachable or failing. */
-  VAULT_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
-  /** Vault answered 429 (rate-limit quota). */
-  VAULT_RATE_LIMITED: GrpcStatus.RESOURCE_EXHAUSTED,
-  /** Vault answered, but with something the provider cannot use. */
-  VAULT_BAD_RESPONSE: GrpcStatus.FAILED_PRECONDITION,
-  /** The extracted value cannot be decoded with the object's `encoding`. */
-  DECODE_FAILED: GrpcStatus.INVALID_ARGUMENT,
-  /** The secret cannot be written as the object asks (`format`, `template`, certificate split). */
-  OUTPUT_FAILED: GrpcStatus.INVALID_ARGUMENT,
-  /** The Mount's Vault address is not in the provider's -vault-addr-allowlist (no token was sent). */
-  VAULT_ADDRESS_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
-  /** The Mount's files would exceed the driver's receive limit (-max-response-size). */
-  RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
-  /** One Mount fetched or rendered more than its budget (-max-mount-bytes), or the node-wide budget is spent. */
-  MOUNT_BUDGET_EXCEEDED: GrpcStatus.RESOURCE_EXHAUSTED,
-  /** A Vault answer's body is larger than -max-vault-response-size (it is not read further). */
-  VAULT_RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
-  /** Vault answered with a redirect; redirects are never followed (a token must not travel elsewhere). */
-  VAULT_REDIRECT_REFUSED: GrpcStatus.PERMISSION_DENIED,
-  /** The service-account token a Mount presents does not belong to the pod its attributes name. */
-  POD_TOKEN_MISMATCH: GrpcStatus.PERMISSION_DENIED,
-  /** A login answer was not issued for the pod's service-account token (e.g. a `cert` auth mount). */
-  LOGIN_IDENTITY_MISMATCH: GrpcStatus.PERMISSION_DENIED,
-  /** The provider may not request service-account tokens for this audience (-token-request-audiences). */
-  AUDIENCE_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
-  /** The Mount ran out of time. */
-  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
-  /** The HMAC key for object versions could not be obtained. */
-  HMAC_KEY_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
-  /** The provider is shutting down. */
-  SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
-  /** A bug: should never happen, reported without details. */
-  INTERNAL: GrpcStatus.INTERNAL,
-} as const satisfies Record<string, GrpcStatus>
+  BAD_REQUEST: 'The MountRequest itself is malformed (attributes/secrets/permission).',
+  BAD_PARAMETER: 'A SecretProviderClass parameter (or a pod volumeAttribute) is invalid.',
+  BAD_OBJECT: 'An entry of `objects` is invalid.',
+  BAD_FILE_PATH: 'A file path would be refused by the driver (traversal, absolute, duplicate...).',
+  NO_POD_TOKEN: 'No service-account token could be had for the pod.',
+  KUBERNETES_API: 'The Kubernetes API refused or failed a TokenRequest / Secret call.',
+  VAULT_LOGIN_DENIED: "Vault refused the pod's login (role binding, audience, expired JWT...).",
+  VAULT_PERMISSION_DENIED: 'Vault answered 403 to a read with a freshly logged-in token.',
+  VAULT_NOT_FOUND: 'Vault answered 404: the secret (or the Vault path) does not exist.',
+  SECRET_KEY_NOT_FOUND: "The secret Vault returned lacks the key the object's `secretKey` names.",
+  VAULT_BAD_REQUEST: 'Vault answered 400 (usually a bad secretArgs / query / method).',
+  VAULT_UNAVAILABLE: 'Vault is sealed, in standby without forwarding, unreachable or failing.',
+  VAULT_RATE_LIMITED: 'Vault answered 429 (rate-limit quota).',
+  VAULT_BAD_RESPONSE: 'Vault answered, but with something the provider cannot use.',
+  DECODE_FAILED: "The extracted value cannot be decoded with the object's `encoding`.",
+  OUTPUT_FAILED: 'The secret cannot be written as the object asks (`format`, `template`, certificate split).',
+  VAULT_ADDRESS_NOT_ALLOWED:
+    "The Mount's Vault address is not in the provider's -vault-addr-allowlist (no token was sent).",
+  RESPONSE_TOO_LARGE: "The Mount's files would exceed the driver's receive limit (-max-response-size).",
+  MOUNT_BUDGET_EXCEEDED:
+    'One Mount fetched or rendered more than its budget (-max-mount-bytes), or the node-wide budget is spent.',
+  VAULT_RESPONSE_TOO_LARGE: "A Vault answer's body is larger than -max-vault-response-size (it is not read further).",
+  VAULT_REDIRECT_REFUSED:
+    'Vault answered with a redirect; redirects are never followed (a token must not travel elsewhere).',
+  POD_TOKEN_MISMATCH: 'The service-account token a Mount presents does not belong to the pod its attributes name.',
+  LOGIN_IDENTITY_MISMATCH:
+    "A login answer was not issued for the pod's service-account token (e.g. a `cert` auth mount).",
+  AUDIENCE_NOT_ALLOWED:
+    'The provider may not request service-account tokens for this audience (-token-request-audiences).',
+  DEADLINE_EXCEEDED: 'The Mount ran out of time.',
+  HMAC_KEY_UNAVAILABLE: 'The HMAC key for object versions could not be obtained.',
+  SHUTTING_DOWN: 'The provider is shutting down.',
+  INTERNAL: 'A bug: should never happen, reported without details.',
+} as const satisfies Record<string, string>
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE
 
@@ -115,13 +93,11 @@ export function safeText(text: string, max: number): string {
 
 export class ProviderError extends Error {
   readonly code: ErrorCode
-  readonly grpcStatus: GrpcStatus
 
   constructor(code: ErrorCode, message: string) {
     super(safeText(message, MAX_ERROR_MESSAGE_CHARS))
     this.name = 'ProviderError'
     this.code = code
-    this.grpcStatus = ERROR_CATALOGUE[code]
   }
 }
 

@@ -4,16 +4,15 @@
  * in-process (the same MountService the daemon builds, with each Vault call
  * timed). Prints the volume as a tree; values are masked unless asked for.
  */
-import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
-import * as protoLoader from '@grpc/proto-loader'
 import { pino } from 'pino'
-import { buildProvider } from '../app.js'
+import { buildMountService } from '../app.js'
 import { ConfigError, loadConfig, LOG_LEVELS, parseDurationMs, type LogLevel } from '../config/config.js'
 import { isProviderError } from '../errors.js'
 import { createLogger } from '../observability/logger.js'
 import type { VaultCallEvent, VaultObserver } from '../observability/vault-observer.js'
-import { PROTO_DIR } from '../package-info.js'
+import { grpcStatusName, mountStatusName } from '../server/grpc-status.js'
+import { loadProviderClient } from '../server/proto.js'
 import { Deadline } from '../util/deadline.js'
 import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
 import { buildAttributes, readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
@@ -82,17 +81,8 @@ export function parseParams(pairs: string[]): Record<string, string> {
 function mountClient(socketPath: string): grpc.Client & {
   Mount(req: unknown, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: any) => void): void
 } {
-  const def = protoLoader.loadSync(path.join(PROTO_DIR, 'v1alpha1', 'service.proto'), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  })
-  const pkg = grpc.loadPackageDefinition(def) as unknown as {
-    v1alpha1: { CSIDriverProvider: grpc.ServiceClientConstructor }
-  }
-  return new pkg.v1alpha1.CSIDriverProvider(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
+  const CSIDriverProvider = loadProviderClient()
+  return new CSIDriverProvider(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
     'grpc.default_authority': 'localhost',
     'grpc.max_receive_message_length': 4 * 1024 * 1024,
   }) as never
@@ -146,7 +136,7 @@ async function mountViaSocket(
       ok: false,
       files: [],
       objects: [],
-      error: { grpcCode: grpc.status[e.code] ?? String(e.code), message: e.details ?? String(err) },
+      error: { grpcCode: grpcStatusName(e.code), message: e.details ?? String(err) },
       durationMs: Date.now() - started,
     }
   } finally {
@@ -173,10 +163,11 @@ async function mountInProcess(
   const logger = createLogger(opts.logLevel as LogLevel, pino.destination(2))
   const calls: VaultCallEvent[] = []
   const recorder: VaultObserver = { vaultCall: (e) => calls.push(e) }
-  const provider = await buildProvider(config, logger, process.env, { vaultObserver: recorder, metrics: false })
+  // What the daemon builds behind its gRPC adapter, without the adapters.
+  const service = await buildMountService(config, logger, process.env, { vaultObserver: recorder, metrics: false })
   const started = Date.now()
   try {
-    const result = await provider.mountService.mount(req, Deadline.in(timeoutMs))
+    const result = await service.mountService.mount(req, Deadline.in(timeoutMs))
     return {
       ok: true,
       files: result.objects.flatMap((o) =>
@@ -192,12 +183,12 @@ async function mountInProcess(
       ok: false,
       files: [],
       objects: [],
-      error: { code: err.code, grpcCode: grpc.status[err.grpcStatus] ?? String(err.grpcStatus), message: err.message },
+      error: { code: err.code, grpcCode: mountStatusName(err.code), message: err.message },
       durationMs: Date.now() - started,
       vaultCalls: calls,
     }
   } finally {
-    await provider.close(1000)
+    service.close()
   }
 }
 

@@ -73,7 +73,7 @@ export class MountService {
         },
         'mount',
       )
-      this.opts.mountObserver?.mountFinished('success', 0, undefined, elapsedMs(started))
+      this.opts.mountObserver?.mountFinished('success', undefined, elapsedMs(started))
       return result
     } catch (err) {
       const perr: ProviderError = toProviderError(err)
@@ -83,12 +83,11 @@ export class MountService {
           ...(spec ? this.summary(spec, started) : { ...rawSummary(raw), durationMs: elapsedMs(started) }),
           outcome: 'failure',
           code: perr.code,
-          grpcCode: perr.grpcStatus,
           reason: perr.message,
         },
         'mount',
       )
-      this.opts.mountObserver?.mountFinished('failure', perr.grpcStatus, perr.code, elapsedMs(started))
+      this.opts.mountObserver?.mountFinished('failure', perr.code, elapsedMs(started))
       throw perr
     } finally {
       budget?.release()

@@ -3,12 +3,12 @@
  * composition root and handed to whoever reports (MountService, the Vault
  * layer); nothing imports a global registry.
  *
- * Labels are low-cardinality by construction: outcome, gRPC code, the error
+ * Labels are low-cardinality by construction: outcome, gRPC status name, the error
  * catalogue code, Vault operation and HTTP status. Never a pod, namespace,
  * object, path or role name.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { ErrorCode } from '../errors.js'
 import type { CacheKind, VaultCallEvent, VaultObserver, VaultOperation } from './vault-observer.js'
 
 export const METRIC_PREFIX = 'vault_csi_provider_'
@@ -21,22 +21,11 @@ export const VAULT_DURATION_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 const OPERATIONS: readonly VaultOperation[] = ['login', 'read', 'write', 'renew', 'revoke', 'lookup', 'health']
 const CACHES: readonly CacheKind[] = ['token', 'response']
 
-/** What MountService reports. */
+/** What MountService reports: the catalogue code of a failure, never a transport status. */
 export interface MountObserver {
   mountStarted(): void
-  /** `grpcStatus` is 0 (OK) for a success; `errorCode` the catalogue code of a failure. */
-  mountFinished(
-    outcome: 'success' | 'failure',
-    grpcStatus: number,
-    errorCode: string | undefined,
-    durationMs: number,
-  ): void
-}
-
-/** gRPC status number → its canonical name (`PERMISSION_DENIED`). */
-export function grpcCodeName(code: number): string {
-  const name = (GrpcStatus as unknown as Record<number, string | undefined>)[code]
-  return typeof name === 'string' ? name : 'UNKNOWN'
+  /** `errorCode`: the catalogue code of a failure, undefined for a success. */
+  mountFinished(outcome: 'success' | 'failure', errorCode: ErrorCode | undefined, durationMs: number): void
 }
 
 /** HTTP statuses Vault answers with that mean something distinct to an operator; the rest go to their class. */
@@ -78,6 +67,13 @@ export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): strin
 export interface ProviderMetricsOptions {
   /** Process and Node.js metrics (RSS, fds, event-loop lag, GC…). Default true. */
   defaultMetrics?: boolean
+  /**
+   * The `grpc_code` label of a Mount: the name of the status the driver got
+   * (`OK` for a success). The gRPC adapter owns that mapping; the composition
+   * root passes it in (server/grpc-status.ts mountStatusName), so this module
+   * stays free of gRPC. Without it the label is empty.
+   */
+  grpcCodeOf?: (errorCode: ErrorCode | undefined) => string
 }
 
 export class ProviderMetrics implements VaultObserver, MountObserver {
@@ -91,8 +87,10 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   private readonly renewals: Counter<'outcome'>
   private readonly cache: Counter<'cache' | 'result'>
   private readonly leaseReuses: Counter<'result'>
+  private readonly grpcCodeOf: (errorCode: ErrorCode | undefined) => string
 
   constructor(opts: ProviderMetricsOptions = {}) {
+    this.grpcCodeOf = opts.grpcCodeOf ?? (() => '')
     const registry = new Registry()
     this.registry = registry
     const registers = [registry]
@@ -159,7 +157,7 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     }
     for (const cache of CACHES) for (const result of ['hit', 'miss']) this.cache.inc({ cache, result }, 0)
     for (const result of ['hit', 'miss']) this.leaseReuses.inc({ result }, 0)
-    this.mounts.inc({ outcome: 'success', grpc_code: 'OK', error_code: '' }, 0)
+    this.mounts.inc({ outcome: 'success', grpc_code: this.grpcCodeOf(undefined), error_code: '' }, 0)
 
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry })
   }
@@ -168,14 +166,9 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     this.mountsInFlight.inc()
   }
 
-  mountFinished(
-    outcome: 'success' | 'failure',
-    grpcStatus: number,
-    errorCode: string | undefined,
-    durationMs: number,
-  ): void {
+  mountFinished(outcome: 'success' | 'failure', errorCode: ErrorCode | undefined, durationMs: number): void {
     this.mountsInFlight.dec()
-    this.mounts.inc({ outcome, grpc_code: grpcCodeName(grpcStatus), error_code: errorCode ?? '' })
+    this.mounts.inc({ outcome, grpc_code: this.grpcCodeOf(errorCode), error_code: errorCode ?? '' })
     this.mountDuration.observe({ outcome }, durationMs / 1000)
   }
 

@@ -5,16 +5,16 @@
  */
 import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
-import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
-import * as protoLoader from '@grpc/proto-loader'
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
-import { PACKAGE_VERSION, PROTO_DIR, RUNTIME_NAME } from '../package-info.js'
+import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
 import { Deadline } from '../util/deadline.js'
+import { grpcStatusOf } from './grpc-status.js'
 import { HealthState, healthHandlers, loadHealthService } from './health.js'
+import { loadProviderClient } from './proto.js'
 import { checkResponseSize } from './response-size.js'
 import {
   bindOwnerOnly,
@@ -39,17 +39,7 @@ interface MountRequestMessage {
 }
 
 export function loadProviderService(): grpc.ServiceDefinition {
-  const definition = protoLoader.loadSync(path.join(PROTO_DIR, 'v1alpha1', 'service.proto'), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  })
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-    v1alpha1: { CSIDriverProvider: grpc.ServiceClientConstructor }
-  }
-  return pkg.v1alpha1.CSIDriverProvider.service
+  return loadProviderClient().service
 }
 
 /**
@@ -68,8 +58,9 @@ function callDeadline(call: grpc.ServerUnaryCall<unknown, unknown>, mountTimeout
   return new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS), controller.signal)
 }
 
+/** The one place a ProviderError becomes a gRPC status (the mapping: grpc-status.ts). */
 function toStatus(err: ProviderError): Partial<grpc.StatusObject> {
-  return { code: err.grpcStatus, details: err.message }
+  return { code: grpcStatusOf(err.code), details: err.message }
 }
 
 export interface ProviderServerOptions {

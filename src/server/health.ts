@@ -8,13 +8,12 @@
  */
 import http from 'node:http'
 import https from 'node:https'
-import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
-import * as protoLoader from '@grpc/proto-loader'
-import { PROTO_DIR } from '../package-info.js'
 import type { VaultConnection } from '../request/types.js'
 import { describeFailure } from '../vault/errors.js'
 import { createTransport, destroyTransport, type Transport } from '../vault/transport.js'
+import { grpcStatusName } from './grpc-status.js'
+import { loadHealthClient, loadProtos, type ProviderProtos } from './proto.js'
 
 export const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health'
 export const PROVIDER_SERVICE_NAME = 'v1alpha1.CSIDriverProvider'
@@ -41,29 +40,8 @@ export class HealthState {
   }
 }
 
-const loaded = new Map<string, grpc.GrpcObject>()
-
-/** Parsed once per file: readiness probes call this every few seconds. */
-function loadProto(file: string): grpc.GrpcObject {
-  const cached = loaded.get(file)
-  if (cached) return cached
-  const definition = protoLoader.loadSync(path.join(PROTO_DIR, file), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  })
-  const pkg = grpc.loadPackageDefinition(definition)
-  loaded.set(file, pkg)
-  return pkg
-}
-
 export function loadHealthService(): grpc.ServiceDefinition {
-  const pkg = loadProto(path.join('grpc', 'health', 'v1', 'health.proto')) as unknown as {
-    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } }
-  }
-  return pkg.grpc.health.v1.Health.service
+  return loadHealthClient().service
 }
 
 /** Handlers for grpc.health.v1.Health over `state`. */
@@ -96,20 +74,24 @@ export interface SocketCheck {
   durationMs: number
 }
 
-function providerClient(socketPath: string): grpc.Client {
-  const pkg = loadProto(path.join('v1alpha1', 'service.proto')) as unknown as {
-    v1alpha1: { CSIDriverProvider: grpc.ServiceClientConstructor }
-  }
-  // The driver dials with :authority "localhost"; do the same.
-  return new pkg.v1alpha1.CSIDriverProvider(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
+/** A client of `service` on the unix socket; the driver dials with :authority "localhost", so do the same. */
+function socketClient(service: grpc.ServiceClientConstructor, socketPath: string): grpc.Client {
+  return new service(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
     'grpc.default_authority': 'localhost',
   })
 }
 
-/** A real `Version` call over the unix socket, as the driver would make it. Never throws. */
-export async function checkSocket(socketPath: string, timeoutMs = 3000): Promise<SocketCheck> {
+/**
+ * A real `Version` call over the unix socket, as the driver would make it. Never throws.
+ * `protos`: the parsed services, for a caller that checks often (the readiness probe).
+ */
+export async function checkSocket(
+  socketPath: string,
+  timeoutMs = 3000,
+  protos: Pick<ProviderProtos, 'provider'> = loadProtos(),
+): Promise<SocketCheck> {
   const started = Date.now()
-  const client = providerClient(socketPath)
+  const client = socketClient(protos.provider, socketPath)
   try {
     const res = await new Promise<{ version?: string; runtime_name?: string; runtime_version?: string }>(
       (resolve, reject) => {
@@ -136,7 +118,7 @@ export async function checkSocket(socketPath: string, timeoutMs = 3000): Promise
     }
   } catch (err) {
     const e = err as { code?: unknown; details?: unknown; message?: unknown }
-    const code = typeof e.code === 'number' ? (grpc.status[e.code] ?? String(e.code)) : 'error'
+    const code = typeof e.code === 'number' ? grpcStatusName(e.code) : 'error'
     const details = typeof e.details === 'string' && e.details !== '' ? e.details : String(e.message ?? err)
     return {
       ok: false,
@@ -154,12 +136,7 @@ export async function checkGrpcHealth(
   service = '',
   timeoutMs = 3000,
 ): Promise<{ ok: boolean; status: string }> {
-  const pkg = loadProto(path.join('grpc', 'health', 'v1', 'health.proto')) as unknown as {
-    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } }
-  }
-  const client = new pkg.grpc.health.v1.Health(`unix:${socketPath}`, grpc.credentials.createInsecure(), {
-    'grpc.default_authority': 'localhost',
-  })
+  const client = socketClient(loadHealthClient(), socketPath)
   try {
     const status = await new Promise<string>((resolve, reject) => {
       const check = (
@@ -178,7 +155,7 @@ export async function checkGrpcHealth(
     return { ok: status === 'SERVING', status }
   } catch (err) {
     const e = err as { code?: unknown; details?: unknown }
-    const code = typeof e.code === 'number' ? (grpc.status[e.code] ?? String(e.code)) : 'error'
+    const code = typeof e.code === 'number' ? grpcStatusName(e.code) : 'error'
     return { ok: false, status: `${code}${typeof e.details === 'string' ? `: ${e.details}` : ''}` }
   } finally {
     client.close()

@@ -16,6 +16,7 @@ import type { VaultDefaults } from '../config/config.js'
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
 import { checkSocket, probeVaultHealth, type SocketCheck } from './health.js'
+import { loadProviderClient } from './proto.js'
 
 export interface ListenAddress {
   /** undefined: every interface. */
@@ -50,6 +51,8 @@ export class OpsHttpServer {
   private readonly opts: OpsHttpServerOptions
   private server: http.Server | undefined
   private readyInFlight: Promise<SocketCheck> | undefined
+  /** Parsed once: the readiness probe calls every few seconds. */
+  private readonly protos = { provider: loadProviderClient() }
 
   constructor(opts: OpsHttpServerOptions) {
     this.opts = opts
@@ -69,9 +72,11 @@ export class OpsHttpServer {
   /** Concurrent probes share one Version call. */
   private ready(): Promise<SocketCheck> {
     if (!this.readyInFlight) {
-      this.readyInFlight = checkSocket(this.opts.socketPath, this.opts.readyTimeoutMs ?? 3000).finally(() => {
-        this.readyInFlight = undefined
-      })
+      this.readyInFlight = checkSocket(this.opts.socketPath, this.opts.readyTimeoutMs ?? 3000, this.protos).finally(
+        () => {
+          this.readyInFlight = undefined
+        },
+      )
     }
     return this.readyInFlight
   }

@@ -11,6 +11,7 @@ import { stringify } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import type { VaultDefaults } from '../../src/config/config.js'
 import { ProviderError } from '../../src/errors.js'
+import { grpcStatusOf } from '../../src/server/grpc-status.js'
 import { filePathProblem } from '../../src/request/file-paths.js'
 import { parseMountRequest, type RawMountRequest } from '../../src/request/parse-request.js'
 import { driverMount } from '../support/driver-client.js'
@@ -305,8 +306,9 @@ function checkOne(raw: RawMountRequest, tally: Tally): void {
   } else {
     const err = refusal
     if (!(err instanceof ProviderError)) throw new Error(`not a ProviderError: ${String(err)}`, { cause: err })
-    if (err.grpcStatus !== GrpcStatus.INVALID_ARGUMENT && err.grpcStatus !== GrpcStatus.FAILED_PRECONDITION) {
-      throw new Error(`wrong status ${err.grpcStatus} (${err.code}): ${err.message}`, { cause: err })
+    const status = grpcStatusOf(err.code)
+    if (status !== GrpcStatus.INVALID_ARGUMENT && status !== GrpcStatus.FAILED_PRECONDITION) {
+      throw new Error(`wrong status ${status} (${err.code}): ${err.message}`, { cause: err })
     }
     if (!NAMES_THE_FIELD.test(err.message)) throw new Error(`message names no field: ${err.message}`, { cause: err })
     if (err.message.length > 2_000) throw new Error(`message of ${err.message.length} chars`, { cause: err })

@@ -1,5 +1,4 @@
 import t from 'tap'
-import { status as GrpcStatus } from '@grpc/grpc-js'
 import {
   ERROR_CATALOGUE,
   ProviderError,
@@ -21,66 +20,17 @@ const HVR = 'hvr.abcdefghijklmnopqrstuvwxyz012345'
 const LEGACY = 's.Xk3Jd8sLmQ2pR7vTn4wY9zAb'
 const LEGACY_B = 'b.AAAAAQKb9XnLd3s8WqYt7vRm2pZc'
 
-const EXPECTED: Record<ErrorCode, GrpcStatus> = {
-  BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
-  BAD_PARAMETER: GrpcStatus.INVALID_ARGUMENT,
-  BAD_OBJECT: GrpcStatus.INVALID_ARGUMENT,
-  BAD_FILE_PATH: GrpcStatus.INVALID_ARGUMENT,
-  NO_POD_TOKEN: GrpcStatus.FAILED_PRECONDITION,
-  KUBERNETES_API: GrpcStatus.UNAVAILABLE,
-  VAULT_LOGIN_DENIED: GrpcStatus.PERMISSION_DENIED,
-  VAULT_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
-  VAULT_NOT_FOUND: GrpcStatus.NOT_FOUND,
-  SECRET_KEY_NOT_FOUND: GrpcStatus.NOT_FOUND,
-  VAULT_BAD_REQUEST: GrpcStatus.INVALID_ARGUMENT,
-  VAULT_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
-  VAULT_RATE_LIMITED: GrpcStatus.RESOURCE_EXHAUSTED,
-  VAULT_BAD_RESPONSE: GrpcStatus.FAILED_PRECONDITION,
-  DECODE_FAILED: GrpcStatus.INVALID_ARGUMENT,
-  OUTPUT_FAILED: GrpcStatus.INVALID_ARGUMENT,
-  VAULT_ADDRESS_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
-  RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
-  MOUNT_BUDGET_EXCEEDED: GrpcStatus.RESOURCE_EXHAUSTED,
-  VAULT_RESPONSE_TOO_LARGE: GrpcStatus.RESOURCE_EXHAUSTED,
-  VAULT_REDIRECT_REFUSED: GrpcStatus.PERMISSION_DENIED,
-  POD_TOKEN_MISMATCH: GrpcStatus.PERMISSION_DENIED,
-  LOGIN_IDENTITY_MISMATCH: GrpcStatus.PERMISSION_DENIED,
-  AUDIENCE_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
-  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
-  HMAC_KEY_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
-  SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
-  INTERNAL: GrpcStatus.INTERNAL,
-}
-
-t.test('every catalogue code has a meaningful gRPC status', async (t) => {
+t.test('every catalogue code describes itself and makes a ProviderError', async (t) => {
   const codes = Object.keys(ERROR_CATALOGUE) as ErrorCode[]
   t.ok(codes.length >= 19)
   for (const code of codes) {
-    const s = ERROR_CATALOGUE[code]
-    t.not(s, GrpcStatus.OK, code)
-    t.not(s, GrpcStatus.UNKNOWN, code)
-    t.ok(Object.values(GrpcStatus).includes(s), `${code}: a real status`)
+    t.ok(ERROR_CATALOGUE[code].length > 10, `${code}: a description`)
     const err = new ProviderError(code, 'm')
     t.equal(err.code, code)
-    t.equal(err.grpcStatus, s)
     t.equal(err.message, 'm')
     t.equal(err.name, 'ProviderError')
     t.ok(err instanceof Error)
-  }
-  t.strictSame(ERROR_CATALOGUE, EXPECTED)
-  // Only UNAVAILABLE is retried by the driver; no user mistake may map to it.
-  for (const code of [
-    'BAD_REQUEST',
-    'BAD_PARAMETER',
-    'BAD_OBJECT',
-    'BAD_FILE_PATH',
-    'VAULT_LOGIN_DENIED',
-    'VAULT_PERMISSION_DENIED',
-    'SECRET_KEY_NOT_FOUND',
-    'DECODE_FAILED',
-    'OUTPUT_FAILED',
-  ] as const) {
-    t.not(ERROR_CATALOGUE[code], GrpcStatus.UNAVAILABLE, code)
+    t.notOk('grpcStatus' in err, 'no transport status below the adapter')
   }
 })
 
@@ -112,7 +62,6 @@ t.test('ProviderError scrubs its message', async (t) => {
   const err = new ProviderError('VAULT_LOGIN_DENIED', `Vault said: invalid jwt ${JWT} for token ${HVS} (${LEGACY})`)
   t.equal(err.message, 'Vault said: invalid jwt [redacted-jwt] for token [redacted-token] ([redacted-token])')
   t.equal(err.code, 'VAULT_LOGIN_DENIED')
-  t.equal(err.grpcStatus, GrpcStatus.PERMISSION_DENIED)
 })
 
 t.test('toProviderError hides unknown errors', async (t) => {
@@ -130,7 +79,6 @@ t.test('toProviderError hides unknown errors', async (t) => {
     const err = toProviderError(thrown)
     t.ok(err instanceof ProviderError)
     t.equal(err.code, 'INTERNAL')
-    t.equal(err.grpcStatus, GrpcStatus.INTERNAL)
     t.equal(err.message, 'internal error (see the provider log for details)')
   }
   // Something that only looks like a ProviderError is not trusted.

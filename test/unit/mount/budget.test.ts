@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { ProviderError } from '../../../src/errors.js'
 import { BUDGET_REFUSAL_MEMORY_MS, BudgetRefusals, NodeBudget, jsonSize } from '../../../src/mount/budget.js'
 import { thrown } from '../../support/thrown.js'
@@ -11,7 +12,7 @@ t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', 
   t.equal(mount.bytesCharged, 1000, 'exactly the budget is allowed')
   const err = thrown(() => mount.charge(1, 'object "c" (GET secret/data/c)'), ProviderError)
   t.equal(err.code, 'MOUNT_BUDGET_EXCEEDED')
-  t.equal(err.grpcStatus, 8, 'RESOURCE_EXHAUSTED')
+  t.equal(grpcStatusOf(err.code), 8, 'RESOURCE_EXHAUSTED')
   t.match(
     err.message,
     /^object "c" \(GET secret\/data\/c\) takes the Mount past its budget of 1000 B \(1000 bytes, provider flag -max-mount-bytes\)/,

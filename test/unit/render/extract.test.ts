@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import { extractKey, responseData, wholeResponse } from '../../../src/render/extract.js'
@@ -91,7 +92,7 @@ t.test('a missing key lists the key names, never the values', async (t) => {
   const body = kv2({ password: 'TOPSECRET-pw-value', username: 'TOPSECRET-user', api_token: 'TOPSECRET-token' })
   const err = providerError(() => extractKey(body, 'pasword', WHAT))
   t.equal(err.code, 'SECRET_KEY_NOT_FOUND')
-  t.equal(err.grpcStatus, GrpcStatus.NOT_FOUND)
+  t.equal(grpcStatusOf(err.code), GrpcStatus.NOT_FOUND)
   t.equal(err.message, `${WHAT}: secretKey "pasword" not found; keys present: "api_token", "password", "username"`)
   t.notMatch(err.message, 'TOPSECRET')
 
@@ -117,7 +118,7 @@ t.test('a deleted or destroyed KV v2 version', async (t) => {
     extractKey(kv2(null, { deletion_time: '2024-06-01T00:00:00Z', destroyed: false }), 'password', WHAT),
   )
   t.equal(deleted.code, 'VAULT_NOT_FOUND')
-  t.equal(deleted.grpcStatus, GrpcStatus.NOT_FOUND)
+  t.equal(grpcStatusOf(deleted.code), GrpcStatus.NOT_FOUND)
   t.equal(deleted.message, `${WHAT}: this KV version is deleted; no key "password" to read`)
 
   const destroyed = providerError(() =>
@@ -148,7 +149,7 @@ t.test('unusable bodies are VAULT_BAD_RESPONSE', async (t) => {
   for (const [body, message] of cases) {
     const err = providerError(() => extractKey(body, 'k', WHAT))
     t.equal(err.code, 'VAULT_BAD_RESPONSE', JSON.stringify(body))
-    t.equal(err.grpcStatus, GrpcStatus.FAILED_PRECONDITION)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.FAILED_PRECONDITION)
     t.equal(err.message, `${WHAT}: ${message}`, JSON.stringify(body))
     t.equal(providerError(() => responseData(body, WHAT)).code, 'VAULT_BAD_RESPONSE')
   }

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import {
@@ -152,7 +153,7 @@ t.test('checkVolume: a bad path names the object', async (t) => {
   for (const [path, problem] of cases) {
     const err = providerError(() => checkVolume([rendered('fine', 'fine'), rendered('culprit', path)]))
     t.equal(err.code, 'BAD_FILE_PATH', path)
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.equal(err.message, `object "culprit": file path ${JSON.stringify(path)} ${problem}`, path)
   }
 })

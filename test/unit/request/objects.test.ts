@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../../../src/config/config.js'
 import { parse as parseYaml } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
@@ -115,7 +116,7 @@ t.test('secretPath errors name the object', async (t) => {
   for (const [field, message] of cases) {
     const err = objectError('objectName: app-secret', field)
     t.equal(err.code, 'BAD_OBJECT', field)
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.match(err.message, /^object "app-secret": secretPath /, field)
     t.match(err.message, message, field)
   }
@@ -400,7 +401,7 @@ t.test('the objects parameter as a whole', async (t) => {
   for (const [yaml, message] of cases) {
     const err = providerError(() => parseObjects(yaml))
     t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(yaml))
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.equal(err.message, message, JSON.stringify(yaml))
   }
 })
@@ -587,7 +588,7 @@ t.test('output field errors name the object and the field', async (t) => {
     const err = objectError('objectName: a', 'secretPath: secret/data/a', ...fields)
     t.equal(err.code, 'BAD_OBJECT', fields.join(', '))
     t.equal(err.message, message, fields.join(', '))
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
   }
   for (const field of ['method: PUT', 'secretArgs: {a: b}', 'secretKey: k', 'secretKeyPath: k', 'encoding: hex']) {
     const err = objectError('objectName: t', 'template: "x"', field)
@@ -657,7 +658,7 @@ t.test('hostile YAML is refused before the YAML library builds a tree', async (t
   const deep = `- ${'['.repeat(60_000)}${']'.repeat(60_000)}`
   const deepErr = providerError(() => parseObjects(deep))
   t.equal(deepErr.code, 'BAD_PARAMETER')
-  t.equal(deepErr.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+  t.equal(grpcStatusOf(deepErr.code), GrpcStatus.INVALID_ARGUMENT)
   t.equal(deepErr.message, 'parameter "objects" nests collections more than 32 levels deep')
   const blockDeep = `${'- '.repeat(100)}x\n`
   t.equal(providerError(() => parseObjects(blockDeep)).message, deepErr.message)

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { thrown } from '../../support/thrown.js'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import type { VaultDefaults } from '../../../src/config/config.js'
@@ -156,7 +157,7 @@ t.test('both auth-mount aliases set is an error', async (t) => {
       parseMountRequest(request({ vaultAuthMountPath: a, vaultKubernetesMountPath: b }), DEFAULTS),
     )
     t.equal(err.code, 'BAD_PARAMETER')
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.match(err.message, 'vaultAuthMountPath')
     t.match(err.message, 'vaultKubernetesMountPath')
   }
@@ -246,7 +247,7 @@ t.test('vaultSkipTLSVerify spellings (Go strconv.ParseBool)', async (t) => {
   for (const v of ['yes', 'no', 'on', 'tRUE', ' true', 'true ', '2']) {
     const err = providerError(() => parseMountRequest(request({ vaultSkipTLSVerify: v }), DEFAULTS))
     t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(v))
-    t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+    t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.match(err.message, 'parameter "vaultSkipTLSVerify" must be true or false', JSON.stringify(v))
     t.match(err.message, JSON.stringify(v))
   }
@@ -499,7 +500,7 @@ t.test('attributes field', async (t) => {
     ),
   )
   t.equal(invalid.code, 'BAD_REQUEST')
-  t.equal(invalid.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+  t.equal(grpcStatusOf(invalid.code), GrpcStatus.INVALID_ARGUMENT)
   t.equal(invalid.message, 'attributes is not valid JSON')
   t.notMatch(invalid.message, FAKE_JWT)
   t.notMatch(invalid.message, 'eyJ')
@@ -541,7 +542,7 @@ t.test('missing pod attributes', async (t) => {
     for (const value of [undefined, '']) {
       const err = providerError(() => parseMountRequest(request({ [key]: value }), DEFAULTS))
       t.equal(err.code, 'BAD_REQUEST', key)
-      t.equal(err.grpcStatus, GrpcStatus.INVALID_ARGUMENT)
+      t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
       t.match(err.message, `attribute ${JSON.stringify(key)} is missing`, key)
       t.match(err.message, 'podInfoOnMount: true', key)
     }

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { loadProviderService } from '../../../src/server/grpc-server.js'
 import { checkResponseSize, encodedResponseBytes, formatBytes } from '../../../src/server/response-size.js'
 
@@ -61,7 +62,7 @@ t.test('exact at the edge', async (t) => {
 t.test('names the largest objects, biggest first', async (t) => {
   const objects = objectsOf({ small: 10, huge: 3 * 1024 * 1024, big: 2 * 1024 * 1024, mid: 1024, tiny: 1 })
   const err = checkResponseSize(objects, 4 * 1024 * 1024)
-  t.equal(err?.grpcStatus, 8, 'RESOURCE_EXHAUSTED')
+  t.equal(grpcStatusOf(err!.code), 8, 'RESOURCE_EXHAUSTED')
   t.match(err?.message, /largest objects: "huge" \(3\.0 MiB\), "big" \(2\.0 MiB\), "mid" \(1\.0 KiB\)$/)
   t.match(err?.message, /more than the 4\.0 MiB the driver accepts/)
   t.equal(formatBytes(512), '512 B')
