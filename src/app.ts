@@ -1,6 +1,9 @@
 /**
  * The composition root: builds every piece from the configuration and wires
- * them. The only module that knows all the others.
+ * them by injection. The only module that knows all the others. Two builders:
+ * buildMountService (the Mount use case and what it owns; the daemon, the
+ * CLI's in-process mount and the soak test all use it) and buildProvider (the
+ * daemon: that service behind the gRPC adapter and the HTTP server).
  */
 import { stat } from 'node:fs/promises'
 import { Counter, Gauge } from 'prom-client'
@@ -14,6 +17,7 @@ import { ProviderMetrics } from './observability/metrics.js'
 import { combineObservers, type VaultObserver } from './observability/vault-observer.js'
 import { ObjectsCache } from './request/objects-cache.js'
 import { ProviderServer } from './server/grpc-server.js'
+import { mountStatusName } from './server/grpc-status.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { AddressAllowlist } from './vault/address-allowlist.js'
 import { BreakerRegistry, installBreakers } from './vault/breaker.js'
@@ -92,13 +96,34 @@ function standBy(socketPath: string, logger: Logger): void {
   void timer
 }
 
-export async function buildProvider(
+/** The Mount use case and everything it owns, as the daemon, the CLI and the soak test build it. */
+export interface MountServiceParts {
+  mountService: MountService
+  /** undefined with `metrics: false`. */
+  metrics: ProviderMetrics | undefined
+  hmacKey: HmacKeySource
+  kube: KubeClient | undefined
+  pool: SessionPool
+  breakers: BreakerRegistry
+  /** Stops the breakers' probes, revokes and drops the sessions, closes the Kubernetes client. */
+  close(): void
+}
+
+/**
+ * Builds the Mount service from the configuration: metrics, the Kubernetes
+ * client, the HMAC key, the address allow-list, the Vault session pool and
+ * breakers, the objects cache and the byte budgets. Everything but the
+ * adapters (gRPC server, HTTP server), so that whoever drives Mounts
+ * in-process (the CLI, the soak test) runs what the daemon runs.
+ */
+export async function buildMountService(
   config: ProviderConfig,
   logger: Logger,
   env: NodeJS.ProcessEnv,
   options: BuildOptions = {},
-): Promise<Provider> {
-  const metrics = options.metrics === false ? undefined : new ProviderMetrics()
+): Promise<MountServiceParts> {
+  // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
+  const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
   const kube = await KubeClient.discover({
     apiUrl: config.kube.apiUrl,
@@ -150,6 +175,30 @@ export async function buildProvider(
     objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
   })
+  return {
+    mountService,
+    metrics,
+    hmacKey,
+    kube,
+    pool,
+    breakers,
+    close() {
+      breakers.close()
+      pool.close()
+      kube?.close()
+    },
+  }
+}
+
+/** The daemon: the Mount service behind the gRPC adapter, plus the operations HTTP server. */
+export async function buildProvider(
+  config: ProviderConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  options: BuildOptions = {},
+): Promise<Provider> {
+  const parts = await buildMountService(config, logger, env, options)
+  const { mountService, metrics, hmacKey } = parts
   const server: ProviderServer = new ProviderServer({
     socketPath: config.endpoint,
     mountService,
@@ -177,9 +226,7 @@ export async function buildProvider(
     async close(graceMs: number) {
       await server.stop(graceMs)
       await http.stop()
-      breakers.close()
-      pool.close()
-      kube?.close()
+      parts.close()
     },
   }
   return provider

@@ -15,13 +15,9 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import { loadConfig } from '../../src/config/config.js'
-import { fileKey } from '../../src/hmac/hmac-key.js'
-import { MountService } from '../../src/mount/service.js'
+import { buildMountService } from '../../src/app.js'
 import { createLogger } from '../../src/observability/logger.js'
 import { Deadline } from '../../src/util/deadline.js'
-import { AddressAllowlist } from '../../src/vault/address-allowlist.js'
-import { BreakerRegistry, installBreakers } from '../../src/vault/breaker.js'
-import { SessionPool } from '../../src/vault/pool.js'
 import { DEFAULT_POLICY, DEFAULT_ROLE, JWT_MOUNT } from '../support/fixture.js'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
@@ -88,31 +84,21 @@ t.test(`slow: soak, ${TOTAL} Mounts of mixed SecretProviderClasses`, async (t) =
   const logger = createLogger('info', logStream)
   // -static-freshness: repeated reads of an unchanged KV secret within 2 s come from the identity's
   // cache (src/vault/secret-cache.ts), so that cache is soaked and bounded too.
-  const config = loadConfig([`-vault-addr=${bao.addr}`, `-cache-size=${CACHE_SIZE}`, '-static-freshness=2s'], {})
-  const pool = new SessionPool({
-    maxSessions: config.cacheSize,
-    scope: config.identityScope,
-    staticFreshnessMs: config.staticFreshnessMs,
-    shareDynamic: config.shareDynamicSecrets,
-    idleRevokeMs: config.identityIdleMs,
-    logger,
-  })
-  const breakers = new BreakerRegistry({}, undefined, logger)
-  installBreakers(breakers)
-  t.teardown(() => {
-    breakers.close()
-    installBreakers(undefined)
-    pool.close()
-  })
-  const service = new MountService({
-    pool,
-    kube: undefined,
-    hmacKey: fileKey(join(dir.path, 'hmac.key')),
-    logger,
-    vaultDefaults: config.vault,
-    allowlist: new AddressAllowlist([bao.addr]),
-    breakers,
-  })
+  // The daemon's own Mount service (src/app.ts), built from daemon flags: no Kubernetes API in
+  // this environment, a local HMAC key file, and the allow-list admitting only this OpenBao.
+  const config = loadConfig(
+    [
+      `-vault-addr=${bao.addr}`,
+      `-vault-addr-allowlist=${bao.addr}`,
+      `-cache-size=${CACHE_SIZE}`,
+      '-static-freshness=2s',
+      `-hmac-key-file=${join(dir.path, 'hmac.key')}`,
+    ],
+    {},
+  )
+  const built = await buildMountService(config, logger, {}, { metrics: false })
+  t.teardown(() => built.close())
+  const { mountService: service, pool, breakers } = built
 
   // 1,000 pods in 4 namespaces: more than the session cache holds.
   const jwts: string[] = []
