@@ -4,15 +4,12 @@
  */
 import { ProviderError, q } from '../errors.js'
 import { canonicalJson } from './canonical-json.js'
+import { isPlainObject } from '../util/plain-object.js'
 
 const MAX_LISTED_KEYS = 20
 
 /** Fields of the response envelope that differ on every read of the same secret. */
 const PER_REQUEST_FIELDS = ['request_id'] as const
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
 
 function listKeys(obj: Record<string, unknown>): string {
   const keys = Object.keys(obj).sort()

@@ -7,13 +7,10 @@
 import { stringify as yamlStringify } from 'yaml'
 import { ProviderError, q } from '../errors.js'
 import { canonicalJson } from './canonical-json.js'
+import { isPlainObject } from '../util/plain-object.js'
 
 export const DATA_FORMATS = ['json', 'yaml', 'env', 'properties'] as const
 export type DataFormat = (typeof DATA_FORMATS)[number]
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys)

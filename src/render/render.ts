@@ -5,13 +5,15 @@
  */
 import { ProviderError, q } from '../errors.js'
 import { filePathProblem, pathConflicts } from '../request/file-paths.js'
+import { formatKeyPath } from '../request/key-path.js'
 import type { Encoding, SecretObject } from '../request/types.js'
+import { isPlainObject } from '../util/plain-object.js'
 import { canonicalJson } from './canonical-json.js'
 import { splitCertificate } from './certificates.js'
 import { decodeValue } from './encoding.js'
 import { extractKey, secretData, wholeResponse } from './extract.js'
 import { formatData } from './formats.js'
-import { describeLevel, formatKeyPath, selectPath } from './select.js'
+import { describeLevel, selectPath } from './select.js'
 import { renderTemplate } from './template.js'
 import { objectVersion } from './versions.js'
 
@@ -40,10 +42,6 @@ export type ObjectValues = (objectName: string) => unknown
 
 const NO_OBJECTS: ObjectValues = (name) => {
   throw new ProviderError('OUTPUT_FAILED', `template references @${q(name)}, but no other objects are available`)
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
 }
 
 /**

@@ -6,8 +6,8 @@
 import { parseDocument, isMap, isSeq, isScalar, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
-import { KeyPathSyntaxError, parseKeyPath } from '../render/select.js'
-import { TemplateSyntaxError, checkTemplate } from '../render/template.js'
+import { KeyPathSyntaxError, parseKeyPath } from './key-path.js'
+import { TemplateSyntaxError, checkTemplate } from './template-syntax.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
 import { yamlTreeProblem } from './yaml-prescan.js'
 import {
@@ -20,6 +20,7 @@ import {
   type OutputFormat,
   type SecretObject,
 } from './types.js'
+import { isPlainObject } from '../util/plain-object.js'
 
 export const MAX_OBJECTS = 1000
 export const MAX_YAML_ALIASES = 50
@@ -103,10 +104,6 @@ function loadYaml(text: string, limits: ObjectsLimits): unknown {
   return data
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
-
 /**
  * YAML 1.1 typing turns `secretKey: 0123` into 83 and `objectName: on` into
  * true; Go's yaml gives string fields and string map keys their source text.
@@ -115,7 +112,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 function restoreSourceText(seq: YAMLSeq, data: unknown[]): void {
   seq.items.forEach((item, i) => {
     const target = data[i]
-    if (!isMap(item) || !isRecord(target)) return
+    if (!isMap(item) || !isPlainObject(target)) return
     for (const pair of item.items) {
       if (!isScalar(pair.key)) continue
       const key = String(pair.key.value)
@@ -130,7 +127,7 @@ function restoreSourceText(seq: YAMLSeq, data: unknown[]): void {
 }
 
 function withSourceKeys(map: YAMLMap, js: unknown): unknown {
-  if (!isRecord(js)) return js
+  if (!isPlainObject(js)) return js
   const out: Record<string, unknown> = {}
   for (const pair of map.items) {
     // Merge keys and complex keys: keep what the YAML library built.

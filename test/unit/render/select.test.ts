@@ -1,5 +1,6 @@
 import t from 'tap'
-import { KeyPathSyntaxError, formatKeyPath, parseKeyPath, selectPath } from '../../../src/render/select.js'
+import { selectPath } from '../../../src/render/select.js'
+import { KeyPathSyntaxError, formatKeyPath, parseKeyPath } from '../../../src/request/key-path.js'
 import { thrown } from '../../support/thrown.js'
 
 t.test('parseKeyPath: dots, indexes and quoted keys', async (t) => {

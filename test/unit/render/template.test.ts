@@ -1,12 +1,7 @@
 import t from 'tap'
 import { ProviderError } from '../../../src/errors.js'
-import {
-  MAX_TEMPLATE_STEPS,
-  TemplateSyntaxError,
-  checkTemplate,
-  renderTemplate,
-  type TemplateInput,
-} from '../../../src/render/template.js'
+import { MAX_TEMPLATE_STEPS, renderTemplate, type TemplateInput } from '../../../src/render/template.js'
+import { TemplateSyntaxError, checkTemplate } from '../../../src/request/template-syntax.js'
 import { thrown } from '../../support/thrown.js'
 
 const WHAT = 'object "app.env" (GET secret/data/app)'
