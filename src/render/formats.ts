@@ -6,22 +6,11 @@
  */
 import { stringify as yamlStringify } from 'yaml'
 import { ProviderError, q } from '../errors.js'
-import { canonicalJson } from './canonical-json.js'
+import { canonicalJson, sortedCopy } from './canonical-json.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 export const DATA_FORMATS = ['json', 'yaml', 'env', 'properties'] as const
 export type DataFormat = (typeof DATA_FORMATS)[number]
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys)
-  if (isPlainObject(value)) {
-    // No prototype: a key named "__proto__" stays an ordinary key.
-    const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>
-    for (const key of Object.keys(value).sort()) out[key] = sortKeys(value[key])
-    return out
-  }
-  return value
-}
 
 /** Strings as they are, every other JSON value as compact canonical JSON (as `secretKey` does). */
 export function scalarText(value: unknown): string {
@@ -32,7 +21,7 @@ export function scalarText(value: unknown): string {
 export function formatData(value: unknown, format: DataFormat, what: string): Buffer {
   switch (format) {
     case 'json':
-      return Buffer.from(`${JSON.stringify(sortKeys(value), null, 2)}\n`, 'utf8')
+      return Buffer.from(`${JSON.stringify(sortedCopy(value), null, 2)}\n`, 'utf8')
     case 'yaml':
       return Buffer.from(formatYaml(value), 'utf8')
     case 'env':

@@ -27,3 +27,8 @@ t.test('insertion order does not matter', async (t) => {
     .forEach((k) => (b[k] = { nested: { p: -keys.indexOf(k), q: keys.indexOf(k) }, i: keys.indexOf(k) }))
   t.equal(canonicalJson(a), canonicalJson(b))
 })
+
+t.test('a key named __proto__ is an ordinary key, at every level', async (t) => {
+  const value: unknown = JSON.parse('{"b":1,"__proto__":{"x":1},"a":[{"__proto__":"p","constructor":"c"}]}')
+  t.equal(canonicalJson(value), '{"__proto__":{"x":1},"a":[{"__proto__":"p","constructor":"c"}],"b":1}')
+})
