@@ -5,8 +5,14 @@
  *
  * Flags are accepted Go-style (`-endpoint=/x`, `-endpoint /x`) as well as
  * GNU-style (`--endpoint=/x`), because existing DaemonSets pass the former.
+ *
+ * The one place flag values are checked: loadConfig throws a ConfigError
+ * naming the flag and what is wrong for any bad value, before anything is
+ * built or started (the daemon exits 2); the rest of the provider takes the
+ * values as given.
  */
 import { parseArgs } from 'node:util'
+import { normaliseAuthMount, normaliseVaultAddress } from './vault-address.js'
 
 export const DEFAULT_ENDPOINT = '/var/run/secrets-store-csi-providers/vault.sock'
 export const DEFAULT_HMAC_SECRET_NAME = 'vault-csi-provider-hmac-key'
@@ -172,8 +178,9 @@ export function parseBool(value: string, what: string): boolean {
   throw new ConfigError(`${what} must be true or false, got ${JSON.stringify(value)}`)
 }
 
-function parseNonNegativeInt(value: string, what: string): number {
-  if (!/^-?\d+$/.test(value)) throw new ConfigError(`${what} must be an integer, got ${JSON.stringify(value)}`)
+/** An integer (-cache-size ≤ 0 disables the cache, as in the reference provider). */
+function parseInteger(value: string, what: string): number {
+  if (!/^-?\d{1,15}$/.test(value)) throw new ConfigError(`${what} must be an integer, got ${JSON.stringify(value)}`)
   return Number.parseInt(value, 10)
 }
 
@@ -197,6 +204,16 @@ function parseMountTimeout(raw: string | undefined): number {
   const ms = parseDurationMs(raw, '-mount-timeout')
   if (ms < MIN_MOUNT_TIMEOUT_MS) throw new ConfigError(`-mount-timeout must be at least 1s, got ${JSON.stringify(raw)}`)
   return ms
+}
+
+function parseAuthMountFlag(raw: string | undefined): string {
+  if (raw === undefined) return DEFAULT_AUTH_MOUNT
+  if (normaliseAuthMount(raw) === undefined) {
+    throw new ConfigError(
+      `-vault-mount ${JSON.stringify(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
+    )
+  }
+  return raw
 }
 
 function parseIdentityScope(raw: string | undefined): IdentityScopeName {
@@ -248,6 +265,77 @@ function parseDirList(value: string | undefined): string[] {
   })
 }
 
+export interface ListenAddress {
+  /** undefined: every interface. */
+  host?: string
+  port: number
+}
+
+/** Go-style listen addresses: `:8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:9090`. */
+export function parseListenAddress(raw: string): ListenAddress {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(raw.trim())
+  const port = m ? Number(m[3]) : NaN
+  if (!m || port > 65535) {
+    throw new ConfigError(`-health-addr must be host:port such as :8080 or 127.0.0.1:8080, got ${JSON.stringify(raw)}`)
+  }
+  const host = m[1] ?? m[2]
+  return { host: host === '' || host === undefined ? undefined : host, port }
+}
+
+/** -health-addr: '' or `off` turns the HTTP server off; anything else must be a listen address. */
+export function healthAddrEnabled(raw: string): boolean {
+  const a = raw.trim()
+  return a !== '' && a !== 'off'
+}
+
+function parseHealthAddr(raw: string | undefined): string {
+  const addr = raw ?? DEFAULT_HEALTH_ADDR
+  if (healthAddrEnabled(addr)) parseListenAddress(addr)
+  return addr
+}
+
+const configError = (message: string): Error => new ConfigError(message)
+
+/**
+ * -vault-addr-allowlist: each entry a Vault address, or one with a leading
+ * host wildcard (`https://*.vault.svc:8200`). Kept as written; the allow-list
+ * normalises them the same way.
+ */
+function parseAllowlist(raw: string | undefined): string[] {
+  const entries = splitList(raw)
+  for (const entry of entries) {
+    const normal = normaliseVaultAddress(entry, '-vault-addr-allowlist entry', configError)
+    if (normal.includes('*') && !/^https?:\/\/\*\.[^/:]+/.test(normal)) {
+      throw new ConfigError(
+        `-vault-addr-allowlist entry ${JSON.stringify(entry)}: only a leading "*." host wildcard is allowed`,
+      )
+    }
+  }
+  return entries
+}
+
+function parseKubeApiUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password) {
+    throw new ConfigError(
+      `-kube-api-url must be an http(s) URL without credentials such as https://10.0.0.1:443 or http://127.0.0.1:8001, got ${JSON.stringify(raw)}`,
+    )
+  }
+  return raw
+}
+
+function nonEmpty(raw: string | undefined, what: string, fallback: string): string {
+  if (raw === undefined) return fallback
+  if (raw.trim() === '') throw new ConfigError(`${what} must not be empty`)
+  return raw
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
   let values: Partial<Record<FlagName, string>>
@@ -276,17 +364,22 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   }
 
   const skipVerifyEnv = envStr('VAULT_SKIP_VERIFY')
+  // Checked here so that a typo fails at start-up, not in every Mount; kept as written (Mounts normalise it).
+  const vaultAddress = str('vault-addr') ?? envStr('VAULT_ADDR')
+  if (vaultAddress !== undefined) {
+    normaliseVaultAddress(vaultAddress, str('vault-addr') !== undefined ? '-vault-addr' : 'VAULT_ADDR', configError)
+  }
   const cacheSizeRaw = str('cache-size')
 
   return {
-    endpoint: str('endpoint') ?? DEFAULT_ENDPOINT,
+    endpoint: nonEmpty(str('endpoint'), '-endpoint', DEFAULT_ENDPOINT),
     logLevel: logLevelRaw as LogLevel,
-    healthAddr: str('health-addr') ?? DEFAULT_HEALTH_ADDR,
-    hmacSecretName: str('hmac-secret-name') ?? DEFAULT_HMAC_SECRET_NAME,
+    healthAddr: parseHealthAddr(str('health-addr')),
+    hmacSecretName: nonEmpty(str('hmac-secret-name'), '-hmac-secret-name', DEFAULT_HMAC_SECRET_NAME),
     hmacKeyFile: str('hmac-key-file'),
-    cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseNonNegativeInt(cacheSizeRaw, '-cache-size'),
+    cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseInteger(cacheSizeRaw, '-cache-size'),
     mountTimeoutMs: parseMountTimeout(str('mount-timeout')),
-    vaultAddrAllowlist: splitList(str('vault-addr-allowlist')),
+    vaultAddrAllowlist: parseAllowlist(str('vault-addr-allowlist')),
     maxResponseBytes:
       str('max-response-size') === undefined
         ? DEFAULT_MAX_RESPONSE_BYTES
@@ -312,9 +405,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         ? [...DEFAULT_TOKEN_REQUEST_AUDIENCES]
         : splitList(str('token-request-audiences')),
     vault: {
-      address: str('vault-addr') ?? envStr('VAULT_ADDR'),
+      address: vaultAddress,
       namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),
-      authMount: str('vault-mount') ?? DEFAULT_AUTH_MOUNT,
+      authMount: parseAuthMountFlag(str('vault-mount')),
       tls: {
         caCertPath: str('vault-tls-ca-cert') ?? envStr('VAULT_CACERT'),
         caDirectory: str('vault-tls-ca-directory') ?? envStr('VAULT_CAPATH'),
@@ -327,7 +420,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       },
     },
     kube: {
-      apiUrl: str('kube-api-url'),
+      apiUrl: parseKubeApiUrl(str('kube-api-url')),
       serviceAccountDir: str('kube-service-account-dir') ?? DEFAULT_KUBE_SA_DIR,
     },
     showVersion: bools.get('version') === true,

@@ -7,6 +7,7 @@
  * writes them last.
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
+import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
 import type { MountSpec, PodIdentity, PodToken, SecretObject } from './types.js'
@@ -191,41 +192,9 @@ function parsePod(attrs: Map<string, string>): PodIdentity {
   }
 }
 
-/** An address as it may be shown in an error: without user-info, query or fragment, which can hold credentials. */
-function displayAddress(raw: string): string {
-  return q(raw.replace(/\/\/[^/@]*@/, '//…@').replace(/[?#].*$/, ''))
-}
-
 /** Accepts http(s):// and unix:// (a Vault Agent socket); returns it without a trailing slash. */
 export function parseVaultAddress(raw: string, what: string): string {
-  let url: URL
-  try {
-    url = new URL(raw)
-  } catch {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${what} ${displayAddress(raw)} is not a URL such as https://vault.example:8200`,
-    )
-  }
-  if (url.username || url.password) {
-    throw new ProviderError('BAD_PARAMETER', `${what} must not carry credentials`)
-  }
-  if (url.search || url.hash) {
-    throw new ProviderError('BAD_PARAMETER', `${what} ${displayAddress(raw)} must not have a query or fragment`)
-  }
-  if (url.protocol === 'unix:') {
-    if (url.pathname === '' || url.pathname === '/') {
-      throw new ProviderError('BAD_PARAMETER', `${what} ${displayAddress(raw)} names no socket path`)
-    }
-    return `unix://${url.pathname}`
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${what} ${displayAddress(raw)} must start with https://, http:// or unix://`,
-    )
-  }
-  return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`
+  return normaliseVaultAddress(raw, what, (message) => new ProviderError('BAD_PARAMETER', message))
 }
 
 function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
@@ -239,12 +208,8 @@ function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
   }
   const raw = a ?? b ?? fallback
   const which = a !== undefined ? 'vaultAuthMountPath' : b !== undefined ? 'vaultKubernetesMountPath' : '-vault-mount'
-  const mount = raw.replace(/^\/+|\/+$/g, '')
-  if (
-    mount === '' ||
-    !/^[A-Za-z0-9_.\-/]+$/.test(mount) ||
-    mount.split('/').some((s) => s === '' || s === '..' || s === '.')
-  ) {
+  const mount = normaliseAuthMount(raw)
+  if (mount === undefined) {
     throw new ProviderError(
       'BAD_PARAMETER',
       `${which} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,

@@ -12,31 +12,14 @@
  */
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { VaultDefaults } from '../config/config.js'
+import { healthAddrEnabled, parseListenAddress, type VaultDefaults } from '../config/config.js'
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
 import { checkSocket, probeVaultHealth, type SocketCheck } from './health.js'
 import { loadProviderClient } from './proto.js'
 
-export interface ListenAddress {
-  /** undefined: every interface. */
-  host?: string
-  port: number
-}
-
-/** Go-style listen addresses: `:8080`, `0.0.0.0:8080`, `127.0.0.1:0`, `[::1]:9090`. */
-export function parseListenAddress(raw: string): ListenAddress {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(raw.trim())
-  const port = m ? Number(m[3]) : NaN
-  if (!m || port > 65535) {
-    throw new Error(`-health-addr must be host:port such as :8080 or 127.0.0.1:8080, got ${JSON.stringify(raw)}`)
-  }
-  const host = m[1] ?? m[2]
-  return { host: host === '' || host === undefined ? undefined : host, port }
-}
-
 export interface OpsHttpServerOptions {
-  /** `host:port`; '' or `off` disables the server. */
+  /** `host:port` as loadConfig checked it (-health-addr); '' or `off` disables the server. */
   address: string
   socketPath: string
   metrics?: ProviderMetrics
@@ -59,8 +42,7 @@ export class OpsHttpServer {
   }
 
   get enabled(): boolean {
-    const a = this.opts.address.trim()
-    return a !== '' && a !== 'off'
+    return healthAddrEnabled(this.opts.address)
   }
 
   /** The bound port once started. */

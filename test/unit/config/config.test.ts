@@ -392,3 +392,65 @@ t.test('limit flags', async (t) => {
   )
   t.throws(() => loadConfig(['-max-mount-bytes=lots'], {}), /-max-mount-bytes must be a size/)
 })
+
+// Every flag value is checked by loadConfig, before anything starts: a bad one is a ConfigError
+// (the daemon exits 2) whose message names the flag and says what is wrong.
+t.test('a bad value of any flag is a ConfigError naming the flag', async (t) => {
+  const cases: Array<[string, RegExp]> = [
+    ['-endpoint=', /^-endpoint must not be empty$/],
+    ['-log-level=loud', /^-log-level must be one of trace, debug, info, warn, error, off, got "loud"$/],
+    ['-health-addr=bogus', /^-health-addr must be host:port such as :8080 or 127\.0\.0\.1:8080, got "bogus"$/],
+    ['-health-addr=:99999', /^-health-addr must be host:port/],
+    ['-hmac-secret-name= ', /^-hmac-secret-name must not be empty$/],
+    ['-cache-size=many', /^-cache-size must be an integer, got "many"$/],
+    ['-mount-timeout=foo', /^-mount-timeout must be a duration such as 90s, 2m or 1m30s, got "foo"$/],
+    ['-mount-timeout=10ms', /^-mount-timeout must be at least 1s, got "10ms"$/],
+    [
+      '-vault-addr-allowlist=foo',
+      /^-vault-addr-allowlist entry "foo" is not a URL such as https:\/\/vault\.example:8200$/,
+    ],
+    [
+      '-vault-addr-allowlist=ftp://v',
+      /^-vault-addr-allowlist entry "ftp:\/\/v" must start with https:\/\/, http:\/\/ or unix:\/\/$/,
+    ],
+    [
+      '-vault-addr-allowlist=https://v*.x:8200',
+      /^-vault-addr-allowlist entry "https:\/\/v\*\.x:8200": only a leading "\*\." host wildcard is allowed$/,
+    ],
+    ['-vault-addr-allowlist=https://u:p@v:8200', /^-vault-addr-allowlist entry must not carry credentials$/],
+    ['-max-response-size=big', /^-max-response-size must be a size such as/],
+    ['-max-objects-size=1', /^-max-objects-size must be at least 1KiB/],
+    ['-max-vault-response-size=x', /^-max-vault-response-size must be a size/],
+    ['-max-mount-bytes=x', /^-max-mount-bytes must be a size/],
+    ['-max-node-mount-bytes=x', /^-max-node-mount-bytes must be a size/],
+    ['-max-tls-file-size=x', /^-max-tls-file-size must be a size/],
+    ['-tls-file-dirs=rel', /^-tls-file-dirs: "rel" must be an absolute path$/],
+    ['-identity-scope=node', /^-identity-scope must be one of pod, serviceaccount, got "node"$/],
+    ['-static-freshness=later', /^-static-freshness must be a duration/],
+    ['-identity-idle-timeout=later', /^-identity-idle-timeout must be a duration/],
+    ['-vault-addr=vault:8200', /^-vault-addr "vault:8200" must start with https:\/\/, http:\/\/ or unix:\/\/$/],
+    ['-vault-addr=not a url', /^-vault-addr "not a url" is not a URL/],
+    ['-vault-mount=../x', /^-vault-mount "\.\.\/x" is not a valid auth mount path/],
+    ['-kube-api-url=kube', /^-kube-api-url must be an http\(s\) URL/],
+    ['-vault-tls-skip-verify=maybe', /^-vault-tls-skip-verify must be true or false, got "maybe"$/],
+    ['-share-dynamic-secrets=maybe', /^-share-dynamic-secrets must be true or false/],
+  ]
+  for (const [arg, message] of cases) t.match(configError(() => loadConfig([arg], {})).message, message, arg)
+  t.match(
+    configError(() => loadConfig([], { VAULT_ADDR: 'vault.example' })).message,
+    /^VAULT_ADDR "vault\.example" is not a URL/,
+    'the environment is checked too',
+  )
+  t.match(configError(() => loadConfig([], { VAULT_SKIP_VERIFY: 'maybe' })).message, /^VAULT_SKIP_VERIFY must be/)
+})
+
+t.test('values that turn a feature off or use the defaults stay valid', async (t) => {
+  t.equal(loadConfig(['-health-addr=off'], {}).healthAddr, 'off')
+  t.equal(loadConfig(['-health-addr='], {}).healthAddr, '')
+  t.equal(loadConfig(['-health-addr=[::1]:9090'], {}).healthAddr, '[::1]:9090')
+  t.same(loadConfig(['-vault-addr-allowlist=unix:///run/agent.sock'], {}).vaultAddrAllowlist, [
+    'unix:///run/agent.sock',
+  ])
+  t.equal(loadConfig(['-vault-addr=unix:///run/agent.sock'], {}).vault.address, 'unix:///run/agent.sock')
+  t.equal(loadConfig(['-vault-mount=/auth/k8s/'], {}).vault.authMount, '/auth/k8s/', 'kept as written')
+})

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseListenAddress } from '../../../src/server/http-server.js'
+import { parseListenAddress } from '../../../src/config/config.js'
 
 t.test('Go-style listen addresses', async (t) => {
   t.same(parseListenAddress(':8080'), { host: undefined, port: 8080 })
