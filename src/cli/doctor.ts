@@ -11,10 +11,11 @@
 import { lstat, readFile } from 'node:fs/promises'
 import http from 'node:http'
 import https from 'node:https'
-import { loadConfig, ConfigError, type ProviderConfig } from '../config/config.js'
+import { loadConfig, ConfigError, type ProviderConfig, type VaultDefaults } from '../config/config.js'
 import { HMAC_KEY_BYTES, HMAC_SECRET_KEY } from '../hmac/hmac-key.js'
 import { KubeClient } from '../kube/client.js'
-import { parseVaultAddress } from '../request/parse-request.js'
+import { isProviderError } from '../errors.js'
+import { parseVaultSettings, type VaultSettings } from '../request/parse-request.js'
 import type { VaultConnection } from '../request/types.js'
 import { checkGrpcHealth, checkSocket, probeVaultHealth, type VaultHealth } from '../server/health.js'
 import { describeFailure } from '../vault/errors.js'
@@ -639,6 +640,39 @@ async function rbacChecks(config: ProviderConfig): Promise<CheckResult[]> {
   }
 }
 
+/** What doctor checks against: the Mount's Vault settings for the SPC's parameters, or why there are none. */
+export type DoctorTarget =
+  { kind: 'no-address' } | { kind: 'bad'; message: string } | { kind: 'ok'; settings: VaultSettings }
+
+/**
+ * The SecretProviderClass read through the Mount's own parser
+ * (parseVaultSettings): the same parameters, precedence over the flags, TLS
+ * client certificate and vaultSkipTLSVerify spelling as a Mount. --role and
+ * --audience, when given, take the place of the SPC's.
+ */
+export function doctorTarget(
+  parameters: Readonly<Record<string, string>>,
+  defaults: VaultDefaults,
+  opts: Pick<DoctorOptions, 'role' | 'audience'>,
+): DoctorTarget {
+  if (!parameters.vaultAddress && !defaults.address) return { kind: 'no-address' }
+  let settings: VaultSettings
+  try {
+    settings = parseVaultSettings(parameters, defaults)
+  } catch (err) {
+    if (!isProviderError(err)) throw err
+    return { kind: 'bad', message: err.message }
+  }
+  return {
+    kind: 'ok',
+    settings: {
+      ...settings,
+      roleName: opts.role ?? settings.roleName,
+      audience: opts.audience ?? settings.audience,
+    },
+  }
+}
+
 export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
   let config: ProviderConfig
   try {
@@ -647,71 +681,57 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     if (err instanceof ConfigError) throw new UsageError(err.message)
     throw err
   }
-  let address = config.vault.address
-  let role = opts.role
-  let authMount = config.vault.authMount
-  let namespace = config.vault.namespace
-  const tls = { ...config.vault.tls }
-  let podNamespace = opts.namespace
-  let audience = opts.audience ?? 'vault'
-  if (opts.spc) {
-    const spc = await readSecretProviderClass(opts.spc)
-    const p = spc.parameters
-    address = p.vaultAddress || address
-    role = role ?? (p.roleName || undefined)
-    authMount = (p.vaultAuthMountPath || p.vaultKubernetesMountPath || authMount).replace(/^\/+|\/+$/g, '')
-    namespace = p.vaultNamespace || namespace
-    tls.caCertPath = p.vaultCACertPath || tls.caCertPath
-    tls.caDirectory = p.vaultCADirectory || tls.caDirectory
-    tls.serverName = p.vaultTLSServerName || tls.serverName
-    if (p.vaultSkipTLSVerify) tls.skipVerify = p.vaultSkipTLSVerify === 'true'
-    podNamespace = podNamespace ?? spc.namespace
-    audience = opts.audience ?? (p.audience || 'vault')
-  }
+  // The SecretProviderClass is read through the Mount's own parser (parseVaultSettings): the same
+  // parameters, precedence over the flags, TLS client certificate and vaultSkipTLSVerify spelling.
+  const spc = opts.spc ? await readSecretProviderClass(opts.spc) : undefined
+  const parameters = spc?.parameters ?? {}
+  const podNamespace = opts.namespace ?? spc?.namespace
 
   const results: CheckResult[] = []
   results.push(...(await socketChecks(opts.socket)))
 
-  if (!address) {
+  const target = doctorTarget(parameters, config.vault, opts)
+  if (target.kind === 'no-address') {
     results.push({
       id: 'vault.reachable',
       title: 'Vault is reachable',
       status: 'skip',
       detail: 'no Vault address: pass --vault-addr, set VAULT_ADDR, or --spc with vaultAddress',
     })
+  } else if (target.kind === 'bad') {
+    results.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'fail',
+      detail: target.message,
+      fix: /address/i.test(target.message)
+        ? 'use an address such as https://vault.example:8200'
+        : 'fix the SecretProviderClass parameter (or provider flag) the message names',
+    })
   } else {
-    let conn: VaultConnection | undefined
-    try {
-      conn = { address: parseVaultAddress(address, 'Vault address'), namespace, tls }
-    } catch (err) {
-      results.push({
-        id: 'vault.reachable',
-        title: 'Vault is reachable',
-        status: 'fail',
-        detail: (err as Error).message,
-        fix: 'use an address such as https://vault.example:8200',
-      })
-    }
-    if (conn) {
-      const health = await probeVaultHealth(conn)
-      results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
-      if (health.reachable) {
-        let jwt: string | undefined
-        if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
-        else if (opts.tokenFromKubectl) {
-          if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
-          jwt = await tokenFromKubectl(podNamespace ?? 'default', opts.serviceAccount, audience)
-        }
-        results.push(...(await authChecks(conn, authMount, role, jwt)))
-      } else {
-        results.push({
-          id: 'auth.mount',
-          title: `auth mount "${authMount}" exists`,
-          status: 'skip',
-          detail: 'Vault not reachable',
-        })
-        results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
+    const settings = target.settings
+    const conn = settings.vault
+    const authMount = settings.authMount
+    const role = settings.roleName
+    const audience = settings.audience
+    const health = await probeVaultHealth(conn)
+    results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
+    if (health.reachable) {
+      let jwt: string | undefined
+      if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
+      else if (opts.tokenFromKubectl) {
+        if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
+        jwt = await tokenFromKubectl(podNamespace ?? 'default', opts.serviceAccount, audience)
       }
+      results.push(...(await authChecks(conn, authMount, role, jwt)))
+    } else {
+      results.push({
+        id: 'auth.mount',
+        title: `auth mount "${authMount}" exists`,
+        status: 'skip',
+        detail: 'Vault not reachable',
+      })
+      results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
     }
   }
   results.push(...(await hmacChecks(config, undefined)))

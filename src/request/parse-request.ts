@@ -10,7 +10,7 @@ import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/co
 import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
-import type { MountSpec, PodIdentity, PodToken, SecretObject } from './types.js'
+import type { MountSpec, PodIdentity, PodToken, SecretObject, VaultConnection } from './types.js'
 
 export const DEFAULT_AUDIENCE = 'vault'
 export const DEFAULT_FILE_MODE = 0o644
@@ -197,7 +197,7 @@ export function parseVaultAddress(raw: string, what: string): string {
   return normaliseVaultAddress(raw, what, (message) => new ProviderError('BAD_PARAMETER', message))
 }
 
-function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
+function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): string {
   const a = attrs.get('vaultAuthMountPath') || undefined
   const b = attrs.get('vaultKubernetesMountPath') || undefined
   if (a !== undefined && b !== undefined) {
@@ -218,7 +218,7 @@ function parseAuthMount(attrs: Map<string, string>, fallback: string): string {
   return mount
 }
 
-function parseTls(attrs: Map<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
+function parseTls(attrs: ReadonlyMap<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
   const pick = (key: string, fallback: string | undefined): string | undefined => attrs.get(key) || fallback
   let skipVerify = defaults.skipVerify
   const skipRaw = attrs.get('vaultSkipTLSVerify')
@@ -244,6 +244,55 @@ function parseTls(attrs: Map<string, string>, defaults: VaultTlsConfig): VaultTl
     )
   }
   return tls
+}
+
+/** The Mount's Vault address: parameter vaultAddress, else -vault-addr / VAULT_ADDR. */
+function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string {
+  const addressRaw = attrs.get('vaultAddress') || defaults.address
+  if (addressRaw === undefined) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
+    )
+  }
+  return parseVaultAddress(addressRaw, attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address')
+}
+
+function parseNamespace(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string | undefined {
+  return attrs.get('vaultNamespace') || defaults.namespace
+}
+
+function parseAudience(attrs: ReadonlyMap<string, string>): string {
+  return attrs.get('audience') || DEFAULT_AUDIENCE
+}
+
+/** Where and how a Mount logs in to Vault, as a SecretProviderClass and the provider's flags say. */
+export interface VaultSettings {
+  vault: VaultConnection
+  authMount: string
+  audience: string
+  /** undefined when the parameters name none (a Mount requires one). */
+  roleName?: string
+}
+
+/**
+ * The Vault connection, auth mount, audience and role a Mount with these
+ * SecretProviderClass `parameters` would use: the same functions, defaults
+ * and errors as parseMountRequest (for `doctor`, which checks what a Mount
+ * would meet). Throws a BAD_PARAMETER ProviderError for a bad parameter.
+ */
+export function parseVaultSettings(
+  parameters: Readonly<Record<string, string>>,
+  defaults: VaultDefaults,
+): VaultSettings {
+  const attrs: ReadonlyMap<string, string> = new Map(Object.entries(parameters))
+  const address = parseAddress(attrs, defaults)
+  return {
+    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
+    authMount: parseAuthMount(attrs, defaults.authMount),
+    audience: parseAudience(attrs),
+    roleName: attrs.get('roleName') || undefined,
+  }
 }
 
 /** Turns the `objects` text into objects: parseObjects, or a cache in front of it (request/objects-cache.ts). */
@@ -272,17 +321,7 @@ export function parseMountRequest(
     throw new ProviderError('BAD_PARAMETER', 'parameter "roleName" is required: the Vault role the pod logs in with')
   }
 
-  const addressRaw = attrs.get('vaultAddress') || defaults.address
-  if (addressRaw === undefined) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
-    )
-  }
-  const address = parseVaultAddress(
-    addressRaw,
-    attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address',
-  )
+  const address = parseAddress(attrs, defaults)
 
   const objectsText = attrs.get('objects')
   if (objectsText === undefined || objectsText.trim() === '') {
@@ -294,15 +333,13 @@ export function parseMountRequest(
   const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)
   const podTokens = tokensText === undefined || tokensText === '' ? undefined : parsePodTokens(tokensText)
 
-  const namespace = attrs.get('vaultNamespace') || defaults.namespace
-
   return {
     pod: parsePod(attrs),
     secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
     roleName,
     authMount: parseAuthMount(attrs, defaults.authMount),
-    audience: attrs.get('audience') || DEFAULT_AUDIENCE,
-    vault: { address, namespace, tls: parseTls(attrs, defaults.tls) },
+    audience: parseAudience(attrs),
+    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
     objects,
     defaultMode,
     podTokens,
