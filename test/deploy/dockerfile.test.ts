@@ -259,12 +259,16 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   const healthPort = await freePort()
   // Appended last (the last flag wins): the test's own health port instead of :8080.
   const argv = [...entrypoint, ...cmd, `-health-addr=127.0.0.1:${healthPort}`]
-  // tap's coverage hook puts an --import of this checkout's node_modules into every child's
-  // NODE_OPTIONS; uid 65532 cannot read a checkout in a 0700 directory (mktemp -d), and the
-  // image has no NODE_OPTIONS: `env -u` drops it and execs node itself (same pid, same signals).
+  // The environment the container has: the image's ENV lines and a PATH, nothing of the test
+  // runner's (tap's coverage hook puts an --import of this checkout's node_modules into
+  // NODE_OPTIONS; the image has no tap, and uid 65532 cannot read a checkout in a 0700
+  // mktemp -d folder). `env -u` makes sure even an inherited NODE_OPTIONS is gone and execs
+  // node itself (same pid, same signals).
+  const imageEnv = { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...env }
+  t.notOk('NODE_OPTIONS' in imageEnv, 'no NODE_OPTIONS in the image environment')
   const child = spawn('env', ['-u', 'NODE_OPTIONS', ...argv], {
     cwd: appDir,
-    env: { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...env },
+    env: imageEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(asRoot ? { uid, gid } : {}),
   })
@@ -291,7 +295,9 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   if (!running) return
 
   const sockStat = await stat(socket)
-  if (asRoot) t.equal(sockStat.uid, uid, `socket created by the image's user ${uid}`)
+  // As root the test runs the daemon as the image's USER; otherwise as itself.
+  const runsAs = asRoot ? uid : process.getuid!()
+  t.equal(sockStat.uid, runsAs, `socket created by the user the daemon runs as (${runsAs})`)
   t.equal(sockStat.mode & 0o777, 0o600, 'socket mode 0600')
 
   // The DaemonSet's probes: the paths it names, on the health address.
