@@ -16,8 +16,10 @@ import { ObjectsCache } from './request/objects-cache.js'
 import { ProviderServer } from './server/grpc-server.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { AddressAllowlist } from './vault/address-allowlist.js'
-import { BreakerRegistry, installBreakers } from './vault/breaker.js'
+import { BreakerRegistry, probeOutcome } from './vault/breaker.js'
+import { probeVaultHealth } from './vault/health-probe.js'
 import { SessionPool } from './vault/pool.js'
+import { TransportRegistry } from './vault/transport.js'
 
 export interface Provider {
   mountService: MountService
@@ -118,6 +120,20 @@ export async function buildProvider(
         'set -vault-addr-allowlist to the addresses of your Vault servers',
     )
   }
+  // One transport per Vault connection, reporting every call (health probes included) to the observer.
+  const transports = new TransportRegistry({
+    maxTlsFileBytes: config.limits.maxTlsFileBytes,
+    tlsFileDirs: config.limits.tlsFileDirs,
+    operatorTls: config.vault.tls,
+    allowlist,
+    maxResponseBytes: config.limits.maxVaultResponseBytes,
+    observer: vaultObserver,
+  })
+  const breakers = new BreakerRegistry(
+    {},
+    async (conn, timeoutMs) => probeOutcome(await probeVaultHealth(await transports.get(conn), timeoutMs)),
+    logger,
+  )
   const pool = new SessionPool({
     maxSessions: config.cacheSize,
     scope: config.identityScope,
@@ -126,16 +142,9 @@ export async function buildProvider(
     idleRevokeMs: config.identityIdleMs,
     logger,
     observer: vaultObserver,
-    transport: {
-      maxTlsFileBytes: config.limits.maxTlsFileBytes,
-      tlsFileDirs: config.limits.tlsFileDirs,
-      operatorTls: config.vault.tls,
-      allowlist,
-    },
-    maxVaultResponseBytes: config.limits.maxVaultResponseBytes,
+    transports,
+    breakers,
   })
-  const breakers = new BreakerRegistry({}, undefined, logger)
-  installBreakers(breakers)
   const mountService = new MountService({
     pool,
     kube,
@@ -179,6 +188,7 @@ export async function buildProvider(
       await http.stop()
       breakers.close()
       pool.close()
+      transports.close()
       kube?.close()
     },
   }
