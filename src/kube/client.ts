@@ -30,6 +30,8 @@ export interface IssuedToken {
 
 /** The Mount's caller left while a call was in flight. */
 class KubeCallCancelled extends Error {}
+/** No usable answer; the message is the socket code (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT) or the reason. */
+class KubeCallFailed extends Error {}
 
 interface KubeResponse {
   status: number
@@ -127,8 +129,9 @@ export class KubeClient {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         size += chunk.length
         if (size > MAX_KUBE_RESPONSE_BYTES) {
+          res.body.on('error', () => undefined)
           res.body.destroy()
-          throw new Error('response too large')
+          throw new KubeCallFailed('response too large')
         }
         chunks.push(chunk)
       }
@@ -141,12 +144,14 @@ export class KubeClient {
       }
       return { status: res.statusCode, body: parsed }
     } catch (err) {
-      if (deadline?.cancelled) throw new KubeCallCancelled()
-      if (signals[0]!.aborted) throw new Error(`timed out after ${timeoutMs} ms`)
-      // undici reports a closed socket as UND_ERR_SOCKET, with the system error as its cause.
-      const cause = (err as { cause?: { code?: unknown } }).cause
-      if ((err as NodeJS.ErrnoException).code === 'UND_ERR_SOCKET' && typeof cause?.code === 'string') throw cause
-      throw err
+      if (err instanceof KubeCallFailed) throw err
+      if (deadline?.cancelled) throw new KubeCallCancelled('cancelled', { cause: err })
+      if (signals[0]!.aborted) throw new KubeCallFailed(`timed out after ${timeoutMs} ms`, { cause: err })
+      // undici reports a closed socket as UND_ERR_SOCKET, with the system error (if any) as its cause.
+      const code = (err as NodeJS.ErrnoException).code
+      const causeCode = (err as { cause?: { code?: unknown } }).cause?.code
+      const reason = code === 'UND_ERR_SOCKET' && typeof causeCode === 'string' ? causeCode : code
+      throw new KubeCallFailed(reason ?? (err as Error).message, { cause: err })
     }
   }
 
@@ -163,10 +168,10 @@ export class KubeClient {
       if (err instanceof KubeCallCancelled) {
         throw new ProviderError('DEADLINE_EXCEEDED', `${what}: the driver cancelled the Mount before the API answered`)
       }
-      const code = (err as NodeJS.ErrnoException).code
+      const reason = err instanceof KubeCallFailed ? err.message : 'error'
       throw new ProviderError(
         'KUBERNETES_API',
-        `${what}: Kubernetes API at ${this.baseUrl.origin} unreachable (${code ?? (err as Error).message})`,
+        `${what}: Kubernetes API at ${this.baseUrl.origin} unreachable (${reason})`,
       )
     }
   }

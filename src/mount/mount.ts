@@ -62,7 +62,10 @@ function objectsLabel(spec: MountSpec, indexes: number[]): string {
 /** The caller left (the driver cancelled the call): nothing new is started for it. */
 function checkCaller(deadline: Deadline, what: string): void {
   if (deadline.cancelled) {
-    throw new ProviderError('DEADLINE_EXCEEDED', `the driver cancelled the Mount before ${what}; nothing more was asked of Vault`)
+    throw new ProviderError(
+      'DEADLINE_EXCEEDED',
+      `the driver cancelled the Mount before ${what}; nothing more was asked of Vault`,
+    )
   }
 }
 

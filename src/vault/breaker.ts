@@ -20,6 +20,8 @@ import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultConnection } from '../request/types.js'
+import type { Clock } from '../util/deadline.js'
+import { REAL_TIMERS, type Timers } from '../util/shared-call.js'
 import { VaultConnectionError, VaultHttpError } from './call-errors.js'
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
@@ -63,7 +65,7 @@ interface AddressState {
   openedAt: number | undefined
   lastAskedAt: number
   probing: boolean
-  timer: NodeJS.Timeout | undefined
+  timer: unknown
 }
 
 function iso(ms: number): string {
@@ -92,12 +94,22 @@ export class BreakerRegistry {
   private readonly probe: Prober
   private readonly logger: Logger | undefined
   private readonly states = new Map<string, AddressState>()
+  private readonly clock: Clock
+  private readonly timers: Timers
   private closed = false
 
-  constructor(opts: Partial<BreakerOptions> = {}, probe: Prober = probeHealth, logger?: Logger) {
+  /** `time` is injected by tests: the clock and the timers probes are scheduled with. */
+  constructor(
+    opts: Partial<BreakerOptions> = {},
+    probe: Prober = probeHealth,
+    logger?: Logger,
+    time: { clock?: Clock; timers?: Timers } = {},
+  ) {
     this.opts = { ...DEFAULT_BREAKER_OPTIONS, ...opts }
     this.probe = probe
     this.logger = logger
+    this.clock = time.clock ?? Date.now
+    this.timers = time.timers ?? REAL_TIMERS
   }
 
   /** Addresses tracked (bounded by maxAddresses). */
@@ -120,7 +132,7 @@ export class BreakerRegistry {
         lastCause: '',
         sealed: false,
         openedAt: undefined,
-        lastAskedAt: Date.now(),
+        lastAskedAt: this.clock(),
         probing: false,
         timer: undefined,
       }
@@ -143,7 +155,7 @@ export class BreakerRegistry {
 
   private forget(address: string): void {
     const s = this.states.get(address)
-    if (s?.timer) clearTimeout(s.timer)
+    if (s?.timer !== undefined) this.timers.clearTimeout(s.timer)
     this.states.delete(address)
   }
 
@@ -169,7 +181,7 @@ export class BreakerRegistry {
   admit(conn: VaultConnection): void {
     const s = this.states.get(conn.address)
     if (!s || s.openedAt === undefined) return
-    s.lastAskedAt = Date.now()
+    s.lastAskedAt = this.clock()
     s.conn = conn
     const since = iso(s.since ?? s.openedAt)
     const what = s.sealed ? `has been sealed since ${since}` : `has been unreachable since ${since}`
@@ -195,7 +207,7 @@ export class BreakerRegistry {
 
   private count(conn: VaultConnection, sealed: boolean, cause: string): void {
     const s = this.state(conn)
-    const now = Date.now()
+    const now = this.clock()
     s.lastAskedAt = now
     s.lastCause = cause
     s.since ??= now
@@ -208,7 +220,7 @@ export class BreakerRegistry {
   }
 
   private open(s: AddressState, sealed: boolean): void {
-    const now = Date.now()
+    const now = this.clock()
     s.openedAt = now
     s.sealed = sealed
     this.logger?.warn(
@@ -220,15 +232,14 @@ export class BreakerRegistry {
 
   private schedule(s: AddressState, delayMs: number): void {
     if (this.closed) return
-    if (s.timer) clearTimeout(s.timer)
-    s.timer = setTimeout(() => void this.runProbe(s), delayMs)
-    s.timer.unref()
+    if (s.timer !== undefined) this.timers.clearTimeout(s.timer)
+    s.timer = this.timers.setTimeout(() => void this.runProbe(s), delayMs)
   }
 
   private async runProbe(s: AddressState): Promise<void> {
     s.timer = undefined
     if (this.closed || this.states.get(s.conn.address) !== s) return
-    if (Date.now() - s.lastAskedAt > this.opts.idleForgetMs) {
+    if (this.clock() - s.lastAskedAt > this.opts.idleForgetMs) {
       this.forget(s.conn.address)
       return
     }
@@ -246,7 +257,7 @@ export class BreakerRegistry {
       s.probing = false
     }
     if (outcome.healthy) {
-      const downMs = Date.now() - (s.since ?? s.openedAt ?? Date.now())
+      const downMs = this.clock() - (s.since ?? s.openedAt ?? this.clock())
       this.logger?.info(
         { vaultAddress: s.conn.address, downMs },
         'Vault reachable again: Mounts for this address go through',

@@ -66,7 +66,8 @@ export function retryDecision(err: unknown): RetryDecision {
   }
   if (!(err instanceof VaultHttpError)) return { retry: false }
   const status = err.status
-  if (status === 429) return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: err.retryAfterMs }
+  if (status === 429)
+    return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: err.retryAfterMs }
   if (status === 412) return { retry: true, reason: 'standby not caught up (412)' }
   if (status >= 500 && status !== 501) return { retry: true, reason: `Vault answered ${status}` }
   return { retry: false }

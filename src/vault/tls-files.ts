@@ -206,7 +206,6 @@ async function readCaDirectory(dir: string, src: FileSource, opts: TransportOpti
   return pems
 }
 
-
 /** What a TLS connection to Vault presents and trusts; undefined members are the system's defaults. */
 export interface TlsMaterial {
   ca?: Buffer[]

@@ -296,9 +296,14 @@ export class VaultTransport implements VaultCaller {
         throw failed(err, false)
       }
       const status = res.statusCode
-      const body = res.body as Readable & { destroy(err?: Error): void }
-      if (REDIRECT_STATUSES.has(status)) {
+      const body = res.body as Readable
+      // Closing the answer early closes its connection: nothing more of it is read.
+      const discard = (): void => {
+        body.on('error', () => undefined)
         body.destroy()
+      }
+      if (REDIRECT_STATUSES.has(status)) {
+        discard()
         const location = res.headers.location
         throw new ProviderError(
           'VAULT_REDIRECT_REFUSED',
@@ -312,7 +317,7 @@ export class VaultTransport implements VaultCaller {
       const isError = status >= 400
       const declared = Number(res.headers['content-length'])
       if (!isError && Number.isFinite(declared) && declared > max) {
-        body.destroy()
+        discard()
         throw tooLarge()
       }
       const chunks: Buffer[] = []
@@ -327,7 +332,7 @@ export class VaultTransport implements VaultCaller {
             break
           }
           if (size > max) {
-            body.destroy()
+            discard()
             throw tooLarge()
           }
           chunks.push(chunk)
@@ -336,7 +341,7 @@ export class VaultTransport implements VaultCaller {
         if (err instanceof ProviderError) throw err
         throw failed(err, true)
       }
-      if (cut) body.destroy()
+      if (cut) discard()
       const parsed = cut
         ? { errors: [`(Vault's error text is longer than ${MAX_ERROR_BODY_BYTES} bytes and was not read)`] }
         : parseBody(Buffer.concat(chunks))
@@ -364,7 +369,7 @@ function newPool(origin: string, connect: buildConnector.connector): Pool {
  * admits the address. Redirects are never followed; this holds even if some
  * code path tried.
  */
-function guardedConnector(
+export function guardedConnector(
   address: string,
   options: { socketPath?: string } & Partial<TlsMaterial>,
   opts: TransportOptions,
@@ -416,7 +421,10 @@ export class TransportRegistry implements TransportSource {
     this.transports = new LRUCache<string, Promise<VaultTransport>>({
       max,
       dispose: (p) => {
-        p.then((t) => t.close(), () => undefined)
+        p.then(
+          (t) => t.close(),
+          () => undefined,
+        )
       },
     })
   }
