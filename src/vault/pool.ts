@@ -37,6 +37,8 @@ export interface SessionPoolOptions {
   shareDynamic: boolean
   /** Identities unused for this long are revoked and forgotten; 0 never revokes. */
   idleRevokeMs: number
+  /** false: the owner calls sweepIdle() itself (a test driving time); default: swept periodically. */
+  autoSweep?: boolean
   logger: Logger
   /** Told about cache reuse; the transports report every HTTP call. */
   observer?: VaultObserver
@@ -106,7 +108,7 @@ export class SessionPool {
             },
           })
         : undefined
-    if (this.sessions && opts.idleRevokeMs > 0) {
+    if (this.sessions && opts.idleRevokeMs > 0 && opts.autoSweep !== false) {
       const every = Math.max(1000, Math.min(60_000, opts.idleRevokeMs / 4))
       this.sweeper = setInterval(() => void this.sweepIdle(), every)
       this.sweeper.unref()

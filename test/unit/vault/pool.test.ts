@@ -33,6 +33,7 @@ function setup(scope: 'pod' | 'serviceaccount'): { pool: SessionPool; vault: Fak
     staticFreshnessMs: 0,
     shareDynamic: false,
     idleRevokeMs: 60_000,
+    autoSweep: false,
     logger,
     transports: { get: async () => vault },
     loadNodeVault: async () => nodeVault,
