@@ -35,8 +35,8 @@ export interface NodeVaultRequest {
 export type VaultRequester = (options: NodeVaultRequest) => Promise<RawVaultResponse>
 
 function toRaw(answer: VaultAnswer, path: string): RawVaultResponse {
-  // The transport throws for anything but 2xx; node-vault knows 200 and 204 as success.
-  return { statusCode: answer.status === 204 ? 204 : 200, body: answer.body, request: { path: `/v1${path}` } }
+  // The transport throws for anything but 200 and 204, which node-vault knows as success.
+  return { statusCode: answer.status, body: answer.body, request: { path: `/v1${path}` } }
 }
 
 export function createVaultRequester(transport: VaultCaller): VaultRequester {

@@ -116,7 +116,7 @@ export interface VaultCall {
   signal?: AbortSignal
   /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
   maxResponseBytes?: number
-  /** Any status is an answer (sys/health speaks in statuses); otherwise non-2xx throws VaultHttpError. */
+  /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
   anyStatus?: boolean
   /** For the observer; derived from method and path when absent. */
   operation?: VaultOperation
@@ -238,7 +238,8 @@ export class VaultTransport implements VaultCaller {
     }
     try {
       const answer = await this.send(c)
-      report(answer.status < 300, answer.status < 300 ? undefined : answer.status)
+      const ok = answer.status === 200 || answer.status === 204
+      report(ok, ok ? undefined : answer.status)
       return answer
     } catch (err) {
       report(false, err instanceof VaultHttpError ? err.status : undefined)
@@ -347,7 +348,8 @@ export class VaultTransport implements VaultCaller {
         : parseBody(Buffer.concat(chunks))
       const date = res.headers.date
       const answer: VaultAnswer = { status, body: parsed, date: typeof date === 'string' ? date : undefined }
-      if (c.anyStatus === true || (status >= 200 && status < 300)) return answer
+      // Vault answers 200 or 204; any other status (206, 299, ...) is not an answer to use.
+      if (c.anyStatus === true || status === 200 || status === 204) return answer
       throw new VaultHttpError(status, vaultErrorsOf(parsed), parseRetryAfter(res.headers['retry-after']))
     } finally {
       clearTimeout(timer)

@@ -293,3 +293,11 @@ t.test('every call is reported to the observer, with its operation and status', 
     'a failing observer never fails a call',
   )
 })
+
+t.test('only 200 and 204 are answers to use: another 2xx is a typed error', async (t) => {
+  const { url } = await server(t, (_req, res) => res.writeHead(206).end('{"data":{}}'))
+  const send = await transport(t, url)
+  const err = await caught<VaultHttpError>(send({ path: 'partial' }))
+  t.ok(err instanceof VaultHttpError)
+  t.equal(err.status, 206)
+})
