@@ -217,12 +217,14 @@ export class KubeClient {
   }
 
   /** The Secret's data (base64-decoded), or undefined when it does not exist. */
-  async getSecret(namespace: string, name: string): Promise<Map<string, Buffer> | undefined> {
+  async getSecret(namespace: string, name: string, deadline?: Deadline): Promise<Map<string, Buffer> | undefined> {
     const what = `reading Secret ${namespace}/${name}`
     const res = await this.request(
       'GET',
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
       what,
+      undefined,
+      deadline,
     )
     if (res.status === 404) return undefined
     if (res.status !== 200)
@@ -236,16 +238,27 @@ export class KubeClient {
   }
 
   /** Creates an immutable Secret; returns false if it already exists (someone else won the race). */
-  async createSecret(namespace: string, name: string, data: Map<string, Buffer>): Promise<boolean> {
+  async createSecret(
+    namespace: string,
+    name: string,
+    data: Map<string, Buffer>,
+    deadline?: Deadline,
+  ): Promise<boolean> {
     const what = `creating Secret ${namespace}/${name}`
-    const res = await this.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, what, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'vault-csi-provider' } },
-      immutable: true,
-      type: 'Opaque',
-      data: Object.fromEntries([...data].map(([k, v]) => [k, v.toString('base64')])),
-    })
+    const res = await this.request(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`,
+      what,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'vault-csi-provider' } },
+        immutable: true,
+        type: 'Opaque',
+        data: Object.fromEntries([...data].map(([k, v]) => [k, v.toString('base64')])),
+      },
+      deadline,
+    )
     if (res.status === 409) return false
     if (res.status !== 201 && res.status !== 200) {
       throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)

@@ -105,7 +105,7 @@ export async function runMount(
     pod: spec.pod,
   })
   // Fetched alongside Vault (memoised after the first Mount); a failure surfaces after the reads.
-  const keyPromise = deps.hmacKey.get()
+  const keyPromise = deps.hmacKey.get(deadline)
   keyPromise.catch(() => undefined)
 
   // A template without secretPath reads only other objects: nothing to fetch for it.
