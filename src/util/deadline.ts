@@ -35,11 +35,6 @@ export class Deadline {
     return new Deadline(expiry, signal, clock)
   }
 
-  /** What the deadline's clock says now. */
-  now(): number {
-    return this.clock()
-  }
-
   static in(ms: number, signal?: AbortSignal, clock: Clock = Date.now): Deadline {
     return new Deadline(clock() + ms, signal, clock)
   }

@@ -105,10 +105,6 @@ export class VaultCallAborted extends VaultCallError {
   }
 }
 
-export function isVaultHttpError(err: unknown): err is VaultHttpError {
-  return err instanceof VaultHttpError
-}
-
 export function statusOf(err: unknown): number | undefined {
   return err instanceof VaultHttpError ? err.status : undefined
 }

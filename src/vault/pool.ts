@@ -26,7 +26,6 @@ import {
   type TransportSource,
 } from './transport.js'
 
-export { MAX_TRANSPORTS } from './transport.js'
 export type IdentityScope = IdentityScopeName
 
 export interface SessionPoolOptions {
