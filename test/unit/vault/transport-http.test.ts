@@ -301,3 +301,26 @@ t.test('only 200 and 204 are answers to use: another 2xx is a typed error', asyn
   t.ok(err instanceof VaultHttpError)
   t.equal(err.status, 206)
 })
+
+t.test('unix:// addresses (a Vault Agent socket) go over the socket', async (t) => {
+  const { tempDirFor } = await import('../../support/tmp.js')
+  const dir = await tempDirFor(t)
+  const socketPath = `${dir}/agent.sock`
+  const seen: string[] = []
+  const s = http.createServer((req, res) => {
+    seen.push(req.url ?? '')
+    res.end('{"ok":true}')
+  })
+  await new Promise<void>((r) => s.listen(socketPath, () => r()))
+  t.teardown(() => {
+    s.closeAllConnections()
+    return new Promise<void>((r) => s.close(() => r()))
+  })
+  const send = await transport(t, `unix://${socketPath}`)
+  t.same((await send({ path: 'secret/data/app' })).body, { ok: true })
+  t.same(seen, ['/v1/secret/data/app'])
+  const missing = await transport(t, `unix://${dir}/nothing.sock`)
+  const err = await caught<VaultConnectionError>(missing({ path: 'x' }))
+  t.equal(err.kind, 'refused', 'no Agent listening')
+  t.equal(err.code, 'ENOENT')
+})
