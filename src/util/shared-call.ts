@@ -10,9 +10,14 @@
  *   caller left): it is rejected with the error it chose, and the work goes
  *   on for the others. A follower therefore never fails for the leader's
  *   deadline, nor waits past its own.
- * - When the last waiter leaves before the work is done, the work is
- *   abandoned (its signal aborts, so its Vault calls stop) and nobody may
- *   join it any more: the owner starts a new one for the next caller.
+ * - When the last waiter leaves before the work is done, nobody may join
+ *   the work any more (the owner starts a new one for the next caller). If
+ *   that waiter's caller left, the work is aborted (its signal aborts, so
+ *   its Vault calls stop at once). If its deadline passed, so has the work's
+ *   (the latest of its waiters'): its calls end on their own time limits,
+ *   and fail as timeouts, which is what they are (the breaker counts them).
+ *   The signal only ever means "nobody is there any more", as a Deadline's
+ *   signal does.
  *
  * The clock and the timers are injected, so tests never sleep.
  */
@@ -51,6 +56,7 @@ export class SharedCall<T> {
   private latest = 0
   private outcome: Promise<T> | undefined
   private settled = false
+  private abandoned = false
 
   constructor(work: (deadline: Deadline) => Promise<T>, opts: SharedCallOptions = {}) {
     this.work = work
@@ -60,7 +66,7 @@ export class SharedCall<T> {
 
   /** False once every waiter has left before the work finished: start a new one instead. */
   get joinable(): boolean {
-    return !this.controller.signal.aborted
+    return !this.abandoned
   }
 
   /** Waiters still there. */
@@ -115,12 +121,17 @@ export class SharedCall<T> {
         finished = true
         this.timers.clearTimeout(timer)
         deadline.signal.removeEventListener('abort', onAbort)
+        // Remembered before the waiter goes: with nobody left, the work's deadline stays the last one it had.
+        this.latestExpiry()
         this.waiters.delete(waiter)
         return true
       }
       const leave = (cancelled: boolean): void => {
         if (!finish()) return
-        if (this.waiters.size === 0 && !this.settled) this.controller.abort()
+        if (this.waiters.size === 0 && !this.settled) {
+          this.abandoned = true
+          if (cancelled) this.controller.abort()
+        }
         reject(giveUp(cancelled))
       }
       const onAbort = (): void => leave(true)

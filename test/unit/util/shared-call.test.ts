@@ -111,3 +111,26 @@ t.test('a waiter already gone or out of time never starts waiting; failures reac
   answer.reject(new Error('Vault said no'))
   t.equal(await keeper, 'Vault said no')
 })
+
+t.test(
+  'when the last waiter leaves on its deadline, the work is not joined again but ends on its own time',
+  async (t) => {
+    const time = new ManualTime()
+    let shared: Deadline | undefined
+    const answer = held<string>()
+    const call = new SharedCall(
+      (d) => {
+        shared = d
+        return answer.promise
+      },
+      { clock: time.clock, timers: time },
+    )
+    const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+    await time.advance(1_000)
+    t.equal(await only, 'timed out')
+    t.equal(call.joinable, false, 'a new caller starts new work')
+    t.equal(shared?.signal.aborted, false, 'not aborted: its calls time out by themselves (and count as timeouts)')
+    t.equal(shared?.remainingMs(), 0, "its deadline, the last waiter's, has passed")
+    answer.resolve('late')
+  },
+)
