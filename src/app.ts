@@ -20,8 +20,10 @@ import { ProviderServer } from './server/grpc-server.js'
 import { mountStatusName } from './server/grpc-status.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { AddressAllowlist } from './vault/address-allowlist.js'
-import { BreakerRegistry, installBreakers } from './vault/breaker.js'
+import { BreakerRegistry, probeOutcome } from './vault/breaker.js'
+import { probeVaultHealth } from './vault/health-probe.js'
 import { SessionPool } from './vault/pool.js'
+import { TransportRegistry } from './vault/transport.js'
 
 export interface Provider {
   mountService: MountService
@@ -105,7 +107,7 @@ export interface MountServiceParts {
   kube: KubeClient | undefined
   pool: SessionPool
   breakers: BreakerRegistry
-  /** Stops the breakers' probes, revokes and drops the sessions, closes the Kubernetes client. */
+  /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
 
@@ -143,6 +145,20 @@ export async function buildMountService(
         'set -vault-addr-allowlist to the addresses of your Vault servers',
     )
   }
+  // One transport per Vault connection, reporting every call (health probes included) to the observer.
+  const transports = new TransportRegistry({
+    maxTlsFileBytes: config.limits.maxTlsFileBytes,
+    tlsFileDirs: config.limits.tlsFileDirs,
+    operatorTls: config.vault.tls,
+    allowlist,
+    maxResponseBytes: config.limits.maxVaultResponseBytes,
+    observer: vaultObserver,
+  })
+  const breakers = new BreakerRegistry(
+    {},
+    async (conn, timeoutMs) => probeOutcome(await probeVaultHealth(await transports.get(conn), timeoutMs)),
+    logger,
+  )
   const pool = new SessionPool({
     maxSessions: config.cacheSize,
     scope: config.identityScope,
@@ -151,16 +167,9 @@ export async function buildMountService(
     idleRevokeMs: config.identityIdleMs,
     logger,
     observer: vaultObserver,
-    transport: {
-      maxTlsFileBytes: config.limits.maxTlsFileBytes,
-      tlsFileDirs: config.limits.tlsFileDirs,
-      operatorTls: config.vault.tls,
-      allowlist,
-    },
-    maxVaultResponseBytes: config.limits.maxVaultResponseBytes,
+    transports,
+    breakers,
   })
-  const breakers = new BreakerRegistry({}, undefined, logger)
-  installBreakers(breakers)
   const mountService = new MountService({
     pool,
     kube,
@@ -185,6 +194,7 @@ export async function buildMountService(
     close() {
       breakers.close()
       pool.close()
+      transports.close()
       kube?.close()
     },
   }

@@ -9,17 +9,23 @@
  *   kube     the provider's RBAC: what it needs, nothing more
  */
 import { lstat, readFile } from 'node:fs/promises'
-import http from 'node:http'
-import https from 'node:https'
-import { loadConfig, ConfigError, type ProviderConfig, type VaultDefaults } from '../config/config.js'
+import {
+  DEFAULT_MAX_VAULT_RESPONSE_BYTES,
+  loadConfig,
+  ConfigError,
+  type ProviderConfig,
+  type VaultDefaults,
+} from '../config/config.js'
+import { ProviderError } from '../errors.js'
 import { HMAC_KEY_BYTES, HMAC_SECRET_KEY } from '../hmac/hmac-key.js'
 import { KubeClient } from '../kube/client.js'
 import { isProviderError } from '../errors.js'
 import { parseVaultSettings, type VaultSettings } from '../request/parse-request.js'
 import type { VaultConnection } from '../request/types.js'
 import { checkGrpcHealth, checkSocket, probeVaultHealth, type VaultHealth } from '../server/health.js'
+import { isTlsErrorCode, tlsFix } from '../vault/call-errors.js'
 import { describeFailure } from '../vault/errors.js'
-import { createTransport, destroyTransport } from '../vault/transport.js'
+import { defaultTransportOptions, MAX_TOKEN_ANSWER_BYTES, VaultTransport } from '../vault/transport.js'
 import { EXIT, ms, UsageError, withProgress, type Style } from './output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
 
@@ -52,19 +58,6 @@ export interface DoctorOptions {
 
 export const WARN_CLOCK_SKEW_MS = 5_000
 export const FAIL_CLOCK_SKEW_MS = 60_000
-
-const TLS_CODES = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'EPROTO',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-])
 
 async function socketChecks(socketPath: string): Promise<CheckResult[]> {
   const out: CheckResult[] = []
@@ -153,24 +146,10 @@ async function socketChecks(socketPath: string): Promise<CheckResult[]> {
   return out
 }
 
-function tlsFix(code: string | undefined): string {
-  switch (code) {
-    case 'ERR_TLS_CERT_ALTNAME_INVALID':
-      return "Vault's certificate does not name this address: use the name in the certificate in -vault-addr / vaultAddress, or set -vault-tls-server-name / vaultTLSServerName"
-    case 'CERT_HAS_EXPIRED':
-      return "Vault's certificate has expired: renew it on the Vault servers"
-    case 'EPROTO':
-    case 'ERR_SSL_WRONG_VERSION_NUMBER':
-      return 'the address speaks plain HTTP: use http:// in -vault-addr, or enable TLS on Vault'
-    default:
-      return "Vault's certificate is not signed by a CA the provider trusts: set -vault-tls-ca-cert (VAULT_CACERT) or the SecretProviderClass parameter vaultCACertPath to the CA that signed it"
-  }
-}
-
 function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: number): CheckResult[] {
   const out: CheckResult[] = []
   const isHttps = conn.address.startsWith('https://')
-  const tlsFailed = h.errorCode !== undefined && TLS_CODES.has(h.errorCode)
+  const tlsFailed = h.errorCode !== undefined && isTlsErrorCode(h.errorCode)
   if (!h.reachable && !tlsFailed) {
     out.push({
       id: 'vault.reachable',
@@ -291,6 +270,11 @@ function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: number): 
   return out
 }
 
+/** A Vault transport with the provider's default limits, for one doctor check. */
+function doctorTransport(conn: VaultConnection): Promise<VaultTransport> {
+  return VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+}
+
 /** Raw POST auth/<mount>/login through the provider's transport: status and Vault's errors. */
 async function tryLogin(
   conn: VaultConnection,
@@ -298,67 +282,55 @@ async function tryLogin(
   role: string,
   jwt: string,
 ): Promise<{ status?: number; errors: string[]; token?: string; detail?: string }> {
-  const transport = await createTransport(conn)
+  let transport: VaultTransport
   try {
-    const url = new URL(`${transport.endpoint}/v1/auth/${mount.split('/').map(encodeURIComponent).join('/')}/login`)
-    const isHttps = url.protocol === 'https:'
-    const body = JSON.stringify({ role, jwt })
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
-    if (conn.namespace) headers['x-vault-namespace'] = conn.namespace
-    return await new Promise((resolve) => {
-      const req = (isHttps ? https.request : http.request)(
-        url,
-        { method: 'POST', agent: isHttps ? transport.httpsAgent : transport.httpAgent, headers, timeout: 10_000 },
-        (res) => {
-          const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () => {
-            let parsed: any
-            try {
-              parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-            } catch {
-              parsed = {}
-            }
-            const errors = Array.isArray(parsed?.errors)
-              ? parsed.errors.filter((e: unknown) => typeof e === 'string')
-              : []
-            const token = typeof parsed?.auth?.client_token === 'string' ? parsed.auth.client_token : undefined
-            resolve({ status: res.statusCode, errors, token })
-          })
-        },
-      )
-      req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
-      req.on('error', (err) => resolve({ errors: [], detail: describeFailure(err).detail }))
-      req.end(body)
+    transport = await doctorTransport(conn)
+  } catch (err) {
+    return { errors: [], detail: err instanceof Error ? err.message : String(err) }
+  }
+  try {
+    const answer = await transport.call({
+      method: 'POST',
+      path: `auth/${mount.split('/').map(encodeURIComponent).join('/')}/login`,
+      namespace: conn.namespace,
+      body: { role, jwt },
+      timeoutMs: 10_000,
+      maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
+      anyStatus: true,
+      operation: 'login',
     })
+    const parsed = (answer.body !== null && typeof answer.body === 'object' ? answer.body : {}) as {
+      errors?: unknown
+      auth?: { client_token?: unknown }
+    }
+    const errors = Array.isArray(parsed.errors) ? parsed.errors.filter((e): e is string => typeof e === 'string') : []
+    const token = typeof parsed.auth?.client_token === 'string' ? parsed.auth.client_token : undefined
+    return { status: answer.status, errors, token }
+  } catch (err) {
+    return { errors: [], detail: err instanceof ProviderError ? err.message : describeFailure(err).detail }
   } finally {
-    destroyTransport(transport)
+    await transport.close()
   }
 }
 
 /** Best effort: the doctor's test login must not leave a token behind. */
 async function revokeSelf(conn: VaultConnection, token: string): Promise<void> {
-  const transport = await createTransport(conn)
+  const transport = await doctorTransport(conn).catch(() => undefined)
+  if (!transport) return
   try {
-    const url = new URL(`${transport.endpoint}/v1/auth/token/revoke-self`)
-    const isHttps = url.protocol === 'https:'
-    const headers: Record<string, string> = { 'x-vault-token': token }
-    if (conn.namespace) headers['x-vault-namespace'] = conn.namespace
-    await new Promise<void>((resolve) => {
-      const req = (isHttps ? https.request : http.request)(
-        url,
-        { method: 'POST', agent: isHttps ? transport.httpsAgent : transport.httpAgent, headers, timeout: 5_000 },
-        (res) => {
-          res.resume()
-          res.on('end', () => resolve())
-        },
-      )
-      req.on('timeout', () => req.destroy())
-      req.on('error', () => resolve())
-      req.end()
+    await transport.call({
+      method: 'POST',
+      path: 'auth/token/revoke-self',
+      token,
+      namespace: conn.namespace,
+      timeoutMs: 5_000,
+      maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
+      operation: 'revoke',
     })
+  } catch {
+    // Best effort.
   } finally {
-    destroyTransport(transport)
+    await transport.close()
   }
 }
 

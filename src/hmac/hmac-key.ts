@@ -9,6 +9,11 @@ import { mkdir, open, readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { ProviderError } from '../errors.js'
 import type { KubeClient } from '../kube/client.js'
+import { Deadline } from '../util/deadline.js'
+import { SharedCall } from '../util/shared-call.js'
+
+/** How long a caller without a deadline of its own (the CLI) waits for the key. */
+const DEFAULT_KEY_WAIT_MS = 60_000
 
 export const HMAC_KEY_BYTES = 32
 export const HMAC_SECRET_KEY = 'key'
@@ -16,26 +21,42 @@ export const HMAC_SECRET_KEY = 'key'
 export interface HmacKeySource {
   /** Where the key comes from, for logs. */
   readonly description: string
-  get(): Promise<Buffer>
+  /** `deadline`: the Mount's; its caller gives up on it (and its signal) while a shared load goes on for others. */
+  get(deadline?: Deadline): Promise<Buffer>
 }
 
-/** Caches the first successful answer and shares one in-flight attempt; failures are retried next time. */
-function memoise(load: () => Promise<Buffer>): () => Promise<Buffer> {
+/**
+ * Caches the first successful answer and shares one in-flight attempt (util/shared-call.ts): each caller
+ * waits on its own deadline, and the load's Kubernetes calls stop once nobody waits. Failures are retried
+ * next time.
+ */
+function memoise(
+  where: string,
+  load: (deadline: Deadline) => Promise<Buffer>,
+): (deadline?: Deadline) => Promise<Buffer> {
   let key: Buffer | undefined
-  let inFlight: Promise<Buffer> | undefined
-  return () => {
+  let inFlight: SharedCall<Buffer> | undefined
+  const giveUp = (cancelled: boolean): ProviderError =>
+    new ProviderError(
+      'DEADLINE_EXCEEDED',
+      cancelled
+        ? `${where}: the driver cancelled the Mount before the key was read`
+        : `${where}: the key was not read before the Mount's deadline`,
+    )
+  return (deadline = Deadline.in(DEFAULT_KEY_WAIT_MS)) => {
     if (key) return Promise.resolve(key)
-    if (!inFlight) {
-      inFlight = load()
-        .then((k) => {
-          key = k
-          return k
-        })
-        .finally(() => {
-          inFlight = undefined
-        })
-    }
-    return inFlight
+    if (inFlight?.joinable) return inFlight.join(deadline, giveUp)
+    const call = new SharedCall<Buffer>(async (shared) => {
+      const k = await load(shared)
+      key = k
+      return k
+    })
+    inFlight = call
+    const joined = call.join(deadline, giveUp)
+    void call.done.then(() => {
+      if (inFlight === call) inFlight = undefined
+    })
+    return joined
   }
 }
 
@@ -48,16 +69,21 @@ function checkKey(buf: Buffer | undefined, where: string): Buffer {
 
 export function kubernetesSecretKey(kube: KubeClient, namespace: string, name: string): HmacKeySource {
   const where = `HMAC key Secret ${namespace}/${name} (key "${HMAC_SECRET_KEY}")`
-  const load = async (): Promise<Buffer> => {
-    const existing = await kube.getSecret(namespace, name)
+  const load = async (deadline: Deadline): Promise<Buffer> => {
+    const existing = await kube.getSecret(namespace, name, deadline)
     if (existing) return checkKey(existing.get(HMAC_SECRET_KEY), where)
-    const created = await kube.createSecret(namespace, name, new Map([[HMAC_SECRET_KEY, randomBytes(HMAC_KEY_BYTES)]]))
+    const created = await kube.createSecret(
+      namespace,
+      name,
+      new Map([[HMAC_SECRET_KEY, randomBytes(HMAC_KEY_BYTES)]]),
+      deadline,
+    )
     // Whether we won the race or not, the stored key is the one every node uses.
     if (!created) await new Promise((r) => setTimeout(r, 50))
-    const stored = await kube.getSecret(namespace, name)
+    const stored = await kube.getSecret(namespace, name, deadline)
     return checkKey(stored?.get(HMAC_SECRET_KEY), where)
   }
-  return { description: `Kubernetes Secret ${namespace}/${name}`, get: memoise(load) }
+  return { description: `Kubernetes Secret ${namespace}/${name}`, get: memoise(where, load) }
 }
 
 export function fileKey(file: string): HmacKeySource {
@@ -91,7 +117,7 @@ export function fileKey(file: string): HmacKeySource {
     }
     return checkKey(await readFile(file), where)
   }
-  return { description: `file ${file}`, get: memoise(load) }
+  return { description: `file ${file}`, get: memoise(where, load) }
 }
 
 /** Versions stay stable for the life of the process only: a warning is logged at start-up. */

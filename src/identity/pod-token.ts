@@ -7,6 +7,7 @@
 import { ProviderError, q } from '../errors.js'
 import type { KubeClient } from '../kube/client.js'
 import type { MountSpec } from '../request/types.js'
+import type { Deadline } from '../util/deadline.js'
 import { checkPodToken } from './claims.js'
 
 export const TOKEN_REQUEST_SECONDS = 600
@@ -23,6 +24,8 @@ export interface PodTokenOptions {
   tokenRequestAudiences: readonly string[]
   /** The clock the token's expiry is judged by (injected for tests). */
   now: () => number
+  /** The Mount's deadline: bounds the TokenRequest, and its signal ends it when the driver cancels. */
+  deadline?: Deadline
 }
 
 /**
@@ -75,6 +78,7 @@ export async function obtainPodToken(
     podName: pod.name,
     podUid: pod.uid,
     expirationSeconds: TOKEN_REQUEST_SECONDS,
+    deadline: opts.deadline,
   })
   return { jwt: issued.token, source: 'token-request' }
 }

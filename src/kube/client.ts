@@ -1,14 +1,16 @@
 /**
- * The three Kubernetes API calls the provider makes (TokenRequest, Secret get
- * and create), over node:https with the in-cluster service account. A full
- * client library would bring hundreds of files into a per-node daemon for
- * three requests.
+ * The few Kubernetes API calls the provider makes (TokenRequest, Secret get
+ * and create, an access review), with the in-cluster service account, over
+ * undici: the same HTTP client as Vault's transport. A full Kubernetes client
+ * library would bring hundreds of files into a per-node daemon for these.
+ * A call made for a Mount takes the Mount's deadline: its time limit, and its
+ * signal that ends the call when the driver cancels the Mount.
  */
 import { readFile } from 'node:fs/promises'
-import http from 'node:http'
-import https from 'node:https'
 import path from 'node:path'
+import { Pool } from 'undici'
 import { ProviderError, q } from '../errors.js'
+import type { Deadline } from '../util/deadline.js'
 
 export const KUBE_REQUEST_TIMEOUT_MS = 10_000
 const SA_TOKEN_REREAD_MS = 60_000
@@ -26,6 +28,11 @@ export interface IssuedToken {
   expirationTimestamp?: string
 }
 
+/** The Mount's caller left while a call was in flight. */
+class KubeCallCancelled extends Error {}
+/** No usable answer; the message is the socket code (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT) or the reason. */
+class KubeCallFailed extends Error {}
+
 interface KubeResponse {
   status: number
   body: unknown
@@ -37,17 +44,17 @@ export class KubeClient {
   private readonly useServiceAccount: boolean
   private ca: Buffer | undefined
   private cachedToken: { value: string; readAt: number } | undefined
-  private readonly agent: http.Agent
+  private readonly pool: Pool
 
   private constructor(baseUrl: URL, saDir: string, useServiceAccount: boolean, ca: Buffer | undefined) {
     this.baseUrl = baseUrl
     this.saDir = saDir
     this.useServiceAccount = useServiceAccount
     this.ca = ca
-    this.agent =
-      baseUrl.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, maxSockets: 8, ca })
-        : new http.Agent({ keepAlive: true, maxSockets: 8 })
+    this.pool = new Pool(baseUrl.origin, {
+      connections: 8,
+      ...(baseUrl.protocol === 'https:' && ca !== undefined ? { connect: { ca } } : {}),
+    })
   }
 
   /** Returns undefined when the process runs neither in a cluster nor with an explicit API URL. */
@@ -92,55 +99,79 @@ export class KubeClient {
     return this.cachedToken.value
   }
 
-  private async call(method: string, apiPath: string, body?: unknown): Promise<KubeResponse> {
+  private async call(
+    method: string,
+    apiPath: string,
+    body: unknown,
+    deadline: Deadline | undefined,
+  ): Promise<KubeResponse> {
     const url = new URL(apiPath, this.baseUrl)
     const headers: Record<string, string> = { accept: 'application/json' }
     const token = await this.bearer().catch(() => undefined)
     if (token) headers.authorization = `Bearer ${token}`
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
-    if (payload) {
-      headers['content-type'] = 'application/json'
-      headers['content-length'] = String(payload.length)
-    }
-    const mod = url.protocol === 'https:' ? https : http
-    return new Promise<KubeResponse>((resolve, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, timeout: KUBE_REQUEST_TIMEOUT_MS }, (res) => {
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (c: Buffer) => {
-          size += c.length
-          if (size > MAX_KUBE_RESPONSE_BYTES) {
-            req.destroy(new Error('response too large'))
-            return
-          }
-          chunks.push(c)
-        })
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8')
-          let parsed: unknown
-          try {
-            parsed = text === '' ? undefined : JSON.parse(text)
-          } catch {
-            parsed = undefined
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed })
-        })
-        res.on('error', reject)
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    if (payload !== undefined) headers['content-type'] = 'application/json'
+    const timeoutMs = Math.max(1, Math.min(KUBE_REQUEST_TIMEOUT_MS, deadline?.remainingMs() ?? KUBE_REQUEST_TIMEOUT_MS))
+    const signals = [AbortSignal.timeout(timeoutMs), ...(deadline ? [deadline.signal] : [])]
+    const signal = AbortSignal.any(signals)
+    try {
+      const res = await this.pool.request({
+        path: `${url.pathname}${url.search}`,
+        method: method as 'GET',
+        headers,
+        body: payload,
+        signal,
+        headersTimeout: 0,
+        bodyTimeout: 0,
       })
-      req.on('timeout', () => req.destroy(new Error(`timed out after ${KUBE_REQUEST_TIMEOUT_MS} ms`)))
-      req.on('error', reject)
-      req.end(payload)
-    })
+      const chunks: Buffer[] = []
+      let size = 0
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length
+        if (size > MAX_KUBE_RESPONSE_BYTES) {
+          res.body.on('error', () => undefined)
+          res.body.destroy()
+          throw new KubeCallFailed('response too large')
+        }
+        chunks.push(chunk)
+      }
+      const text = Buffer.concat(chunks).toString('utf8')
+      let parsed: unknown
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text)
+      } catch {
+        parsed = undefined
+      }
+      return { status: res.statusCode, body: parsed }
+    } catch (err) {
+      if (err instanceof KubeCallFailed) throw err
+      if (deadline?.cancelled) throw new KubeCallCancelled('cancelled', { cause: err })
+      if (signals[0]!.aborted) throw new KubeCallFailed(`timed out after ${timeoutMs} ms`, { cause: err })
+      // undici reports a closed socket as UND_ERR_SOCKET, with the system error (if any) as its cause.
+      const code = (err as NodeJS.ErrnoException).code
+      const causeCode = (err as { cause?: { code?: unknown } }).cause?.code
+      const reason = code === 'UND_ERR_SOCKET' && typeof causeCode === 'string' ? causeCode : code
+      throw new KubeCallFailed(reason ?? (err as Error).message, { cause: err })
+    }
   }
 
-  private async request(method: string, apiPath: string, what: string, body?: unknown): Promise<KubeResponse> {
+  private async request(
+    method: string,
+    apiPath: string,
+    what: string,
+    body?: unknown,
+    deadline?: Deadline,
+  ): Promise<KubeResponse> {
     try {
-      return await this.call(method, apiPath, body)
+      return await this.call(method, apiPath, body, deadline)
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
+      if (err instanceof KubeCallCancelled) {
+        throw new ProviderError('DEADLINE_EXCEEDED', `${what}: the driver cancelled the Mount before the API answered`)
+      }
+      const reason = err instanceof KubeCallFailed ? err.message : 'error'
       throw new ProviderError(
         'KUBERNETES_API',
-        `${what}: Kubernetes API at ${this.baseUrl.origin} unreachable (${code ?? (err as Error).message})`,
+        `${what}: Kubernetes API at ${this.baseUrl.origin} unreachable (${reason})`,
       )
     }
   }
@@ -154,7 +185,7 @@ export class KubeClient {
   async createPodToken(
     namespace: string,
     serviceAccount: string,
-    opts: { audience: string; podName: string; podUid: string; expirationSeconds: number },
+    opts: { audience: string; podName: string; podUid: string; expirationSeconds: number; deadline?: Deadline },
   ): Promise<IssuedToken> {
     const what = `TokenRequest for service account ${namespace}/${serviceAccount} (audience ${q(opts.audience)})`
     const res = await this.request(
@@ -170,6 +201,7 @@ export class KubeClient {
           boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: opts.podName, uid: opts.podUid },
         },
       },
+      opts.deadline,
     )
     const status = (res.body as { status?: { token?: unknown; expirationTimestamp?: unknown } } | undefined)?.status
     if (res.status !== 201 && res.status !== 200) {
@@ -185,12 +217,14 @@ export class KubeClient {
   }
 
   /** The Secret's data (base64-decoded), or undefined when it does not exist. */
-  async getSecret(namespace: string, name: string): Promise<Map<string, Buffer> | undefined> {
+  async getSecret(namespace: string, name: string, deadline?: Deadline): Promise<Map<string, Buffer> | undefined> {
     const what = `reading Secret ${namespace}/${name}`
     const res = await this.request(
       'GET',
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`,
       what,
+      undefined,
+      deadline,
     )
     if (res.status === 404) return undefined
     if (res.status !== 200)
@@ -204,16 +238,27 @@ export class KubeClient {
   }
 
   /** Creates an immutable Secret; returns false if it already exists (someone else won the race). */
-  async createSecret(namespace: string, name: string, data: Map<string, Buffer>): Promise<boolean> {
+  async createSecret(
+    namespace: string,
+    name: string,
+    data: Map<string, Buffer>,
+    deadline?: Deadline,
+  ): Promise<boolean> {
     const what = `creating Secret ${namespace}/${name}`
-    const res = await this.request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, what, {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'vault-csi-provider' } },
-      immutable: true,
-      type: 'Opaque',
-      data: Object.fromEntries([...data].map(([k, v]) => [k, v.toString('base64')])),
-    })
+    const res = await this.request(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`,
+      what,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'vault-csi-provider' } },
+        immutable: true,
+        type: 'Opaque',
+        data: Object.fromEntries([...data].map(([k, v]) => [k, v.toString('base64')])),
+      },
+      deadline,
+    )
     if (res.status === 409) return false
     if (res.status !== 201 && res.status !== 200) {
       throw new ProviderError('KUBERNETES_API', `${what} failed with ${KubeClient.statusMessage(res)}`)
@@ -244,6 +289,6 @@ export class KubeClient {
   }
 
   close(): void {
-    this.agent.destroy()
+    void this.pool.destroy().catch(() => undefined)
   }
 }

@@ -4,7 +4,7 @@
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
 import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
-import { isProviderError, q } from '../errors.js'
+import { ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
@@ -31,7 +31,7 @@ export interface MountDeps {
   logger: Logger
   /** -vault-addr-allowlist: checked before any token is obtained or sent. */
   allowlist?: AddressAllowlist
-  /** Fail fast while the Mount's Vault address is known to be down. */
+  /** Fail fast while the Mount's Vault address is known to be down (the same registry the sessions report to). */
   breakers?: BreakerRegistry
   /** -token-request-audiences: audiences the provider may request pod tokens for (default: "vault"). */
   tokenRequestAudiences?: readonly string[]
@@ -59,7 +59,21 @@ function objectsLabel(spec: MountSpec, indexes: number[]): string {
   return names.length === 1 ? `object ${names[0]}` : `objects ${names.join(', ')}`
 }
 
-/** `budget` (src/mount/budget.ts) is charged with every Vault answer and every rendered file as they come. */
+/** The caller left (the driver cancelled the call): nothing new is started for it. */
+function checkCaller(deadline: Deadline, what: string): void {
+  if (deadline.cancelled) {
+    throw new ProviderError(
+      'DEADLINE_EXCEEDED',
+      `the driver cancelled the Mount before ${what}; nothing more was asked of Vault`,
+    )
+  }
+}
+
+/**
+ * `budget` (src/mount/budget.ts) is charged with every Vault answer and every rendered file as they come.
+ * `deadline` bounds every Kubernetes and Vault request of the Mount, and its signal ends them when the
+ * driver cancels the call: requests in flight are aborted and no new one starts.
+ */
 export async function runMount(
   spec: MountSpec,
   deps: MountDeps,
@@ -69,11 +83,13 @@ export async function runMount(
   // Before anything that could log in: a refused address never sees the pod's token.
   deps.allowlist?.check(spec.vault.address)
   deps.breakers?.admit(spec.vault)
+  checkCaller(deadline, 'it started')
   // The pod's token first, checked against the attributes: nothing cached for the identity those
   // attributes name (a Vault token, a secret) serves a Mount that cannot show that identity's token.
   const credential = await obtainPodToken(spec, deps.kube, {
     tokenRequestAudiences: deps.tokenRequestAudiences ?? DEFAULT_TOKEN_REQUEST_AUDIENCES,
     now: deps.now ?? Date.now,
+    deadline,
   })
   // Called only by a login: tells the Mount's log line which pod token one used.
   let loggedIn = false
@@ -89,7 +105,7 @@ export async function runMount(
     pod: spec.pod,
   })
   // Fetched alongside Vault (memoised after the first Mount); a failure surfaces after the reads.
-  const keyPromise = deps.hmacKey.get()
+  const keyPromise = deps.hmacKey.get(deadline)
   keyPromise.catch(() => undefined)
 
   // A template without secretPath reads only other objects: nothing to fetch for it.
@@ -97,15 +113,10 @@ export async function runMount(
   const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, async (planned) => {
     budget?.check()
     const label = objectsLabel(spec, planned.objectIndexes)
+    checkCaller(deadline, `reading ${label}`)
     const outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
     budget?.chargeAnswer(outcome.body, label)
     return outcome
-  }).catch((err: unknown) => {
-    // A login that found Vault down (or silent) reaches here only as a ProviderError: one probe judges the address.
-    if (isProviderError(err) && (err.code === 'VAULT_UNAVAILABLE' || err.code === 'DEADLINE_EXCEEDED')) {
-      deps.breakers?.suspect(spec.vault)
-    }
-    throw err
   })
   const bodies = outcomes.map((o) => o.body)
 

@@ -4,6 +4,9 @@
  * from the composition root (SessionPool → VaultSession); every method is
  * optional to call sites and must never throw into them.
  *
+ * The Vault transport (vault/transport.ts) reports every HTTP call it makes
+ * (login, read, renewal, revocation, health): one place, whoever calls.
+ *
  * Events carry only low-cardinality facts (operation, HTTP status, outcome).
  * `description` names the request (method and path, never a body or a
  * token) for human output such as `vault-csi-provider mount`; metrics must
@@ -41,46 +44,6 @@ export function operationOfMethod(method: string): VaultOperation {
   return method.toUpperCase() === 'GET' ? 'read' : 'write'
 }
 
-function statusOfError(err: unknown): number | undefined {
-  const s = (err as { response?: { statusCode?: unknown } } | null)?.response?.statusCode
-  return typeof s === 'number' ? s : undefined
-}
-
-/**
- * Runs one Vault call and reports it. With no observer it is just `call()`.
- * The observer's failures are swallowed: instrumentation never breaks a Mount.
- */
-export async function observeVaultCall<T>(
-  observer: VaultObserver | undefined,
-  operation: VaultOperation,
-  description: string,
-  call: () => Promise<T>,
-): Promise<T> {
-  if (!observer) return call()
-  const started = process.hrtime.bigint()
-  const report = (ok: boolean, status: number | undefined): void => {
-    try {
-      observer.vaultCall({
-        operation,
-        ok,
-        status,
-        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-        description,
-      })
-    } catch {
-      /* never let instrumentation fail a call */
-    }
-  }
-  try {
-    const result = await call()
-    report(true, undefined)
-    return result
-  } catch (err) {
-    report(false, statusOfError(err))
-    throw err
-  }
-}
-
 /** Fans one event out to several observers (metrics and the CLI's recorder). */
 export function combineObservers(...observers: Array<VaultObserver | undefined>): VaultObserver | undefined {
   const list = observers.filter((o): o is VaultObserver => o !== undefined)
@@ -102,25 +65,4 @@ export function operationOfCall(method: string, apiPath: string): VaultOperation
   if (p === 'auth/token/lookup-self' || p === 'sys/leases/lookup') return 'lookup'
   if (p === 'sys/health') return 'health'
   return operationOfMethod(method)
-}
-
-/**
- * Wraps a node-vault client's `request` so that every call through it is
- * reported to `observer`: one line at the client's construction instead of
- * one at every call site, so retries, logins, renewals and revocations are
- * all counted. Returns the client unchanged without an observer.
- */
-export function instrumentClient<C extends { request(opts: never): Promise<unknown> }>(
-  client: C,
-  observer: VaultObserver | undefined,
-): C {
-  if (!observer) return client
-  const original = client.request.bind(client) as unknown as (opts: unknown) => Promise<unknown>
-  client.request = ((opts: { path?: unknown; method?: unknown }) => {
-    const method = typeof opts?.method === 'string' ? opts.method.toUpperCase() : 'GET'
-    const apiPath = typeof opts?.path === 'string' ? opts.path : ''
-    const description = `${method} ${apiPath.replace(/^\/+/, '')}`
-    return observeVaultCall(observer, operationOfCall(method, apiPath), description, () => original(opts))
-  }) as unknown as C['request']
-  return client
 }

@@ -6,14 +6,15 @@
  *   HTTP `/health/ready` endpoint and the CLI use. It proves what the driver
  *   needs: the socket file exists, accepts a connection and answers the API.
  */
-import http from 'node:http'
-import https from 'node:https'
 import * as grpc from '@grpc/grpc-js'
 import type { VaultConnection } from '../request/types.js'
-import { describeFailure } from '../vault/errors.js'
-import { createTransport, destroyTransport, type Transport } from '../vault/transport.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
+import { probeVaultHealth as probe, type VaultHealth } from '../vault/health-probe.js'
+import { defaultTransportOptions, VaultTransport } from '../vault/transport.js'
 import { grpcStatusName } from './grpc-status.js'
 import { loadHealthClient, loadProtos, type ProviderProtos } from './proto.js'
+
+export { describeHealthStatus, type VaultHealth } from '../vault/health-probe.js'
 
 export const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health'
 export const PROVIDER_SERVICE_NAME = 'v1alpha1.CSIDriverProvider'
@@ -162,36 +163,17 @@ export async function checkGrpcHealth(
   }
 }
 
-/** What Vault's unauthenticated `sys/health` says, as seen from this process with the given TLS settings. */
-export interface VaultHealth {
-  /** An HTTP answer came back (whatever its status). */
-  reachable: boolean
-  /** Active and unsealed (sys/health answered 200). */
-  healthy: boolean
-  status?: number
-  initialized?: boolean
-  sealed?: boolean
-  standby?: boolean
-  performanceStandby?: boolean
-  version?: string
-  /** Vault's clock minus ours, in ms (positive: Vault is ahead); from server_time_utc, else the Date header. */
-  clockSkewMs?: number
-  /** Why it was not reachable (connection, TLS or configuration problem), or a summary of the answer. */
-  detail: string
-  /** The socket/TLS error code when not reachable (e.g. SELF_SIGNED_CERT_IN_CHAIN, ECONNREFUSED). */
-  errorCode?: string
-  durationMs: number
-}
-
 /**
- * GET /v1/sys/health without a token through the same transport (TLS, CA,
- * SNI, unix socket) the provider uses for Mounts. Never throws.
+ * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
+ * SNI, unix socket), with the one probe the breaker and `doctor` use
+ * (vault/health-probe.ts, where what counts as healthy is explained).
+ * Never throws.
  */
 export async function probeVaultHealth(conn: VaultConnection, timeoutMs = 5000): Promise<VaultHealth> {
   const started = Date.now()
-  let transport: Transport
+  let transport: VaultTransport
   try {
-    transport = await createTransport(conn)
+    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
   } catch (err) {
     return {
       reachable: false,
@@ -201,91 +183,8 @@ export async function probeVaultHealth(conn: VaultConnection, timeoutMs = 5000):
     }
   }
   try {
-    const url = new URL(`${transport.endpoint}/v1/sys/health`)
-    const isHttps = url.protocol === 'https:'
-    const requestFn = isHttps ? https.request : http.request
-    const agent = isHttps ? transport.httpsAgent : transport.httpAgent
-    const answer = await new Promise<{ status: number; body: string; date?: string; localAt: number }>(
-      (resolve, reject) => {
-        const req = requestFn(url, { method: 'GET', agent, timeout: timeoutMs }, (res) => {
-          const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: Buffer.concat(chunks)
-                .toString('utf8')
-                .slice(0, 64 * 1024),
-              date: typeof res.headers.date === 'string' ? res.headers.date : undefined,
-              localAt: Date.now(),
-            }),
-          )
-          res.on('error', reject)
-        })
-        req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })))
-        req.on('error', reject)
-        req.end()
-      },
-    )
-    let body: Record<string, unknown> = {}
-    try {
-      const parsed: unknown = JSON.parse(answer.body)
-      if (parsed !== null && typeof parsed === 'object') body = parsed as Record<string, unknown>
-    } catch {
-      /* not JSON: keep the status only */
-    }
-    const bool = (k: string): boolean | undefined => (typeof body[k] === 'boolean' ? (body[k] as boolean) : undefined)
-    let clockSkewMs: number | undefined
-    const serverTime = typeof body.server_time_utc === 'number' ? body.server_time_utc * 1000 : undefined
-    if (serverTime !== undefined) clockSkewMs = serverTime - answer.localAt
-    else if (answer.date) clockSkewMs = Date.parse(answer.date) - answer.localAt
-    if (clockSkewMs !== undefined && !Number.isFinite(clockSkewMs)) clockSkewMs = undefined
-    const sealed = bool('sealed')
-    const standby = bool('standby')
-    return {
-      reachable: true,
-      healthy: answer.status === 200,
-      status: answer.status,
-      initialized: bool('initialized'),
-      sealed,
-      standby,
-      performanceStandby: bool('performance_standby'),
-      version: typeof body.version === 'string' ? body.version : undefined,
-      clockSkewMs,
-      detail: describeHealthStatus(answer.status),
-      durationMs: Date.now() - started,
-    }
-  } catch (err) {
-    const failure = describeFailure(err)
-    const code = (err as { code?: unknown }).code
-    return {
-      reachable: false,
-      healthy: false,
-      detail: failure.detail,
-      errorCode: typeof code === 'string' ? code : undefined,
-      durationMs: Date.now() - started,
-    }
+    return await probe(transport, timeoutMs)
   } finally {
-    destroyTransport(transport)
-  }
-}
-
-/** The meaning of sys/health's status codes. */
-export function describeHealthStatus(status: number): string {
-  switch (status) {
-    case 200:
-      return 'initialized, unsealed and active'
-    case 429:
-      return 'unsealed standby node'
-    case 472:
-      return 'disaster-recovery secondary'
-    case 473:
-      return 'performance standby node'
-    case 501:
-      return 'not initialized'
-    case 503:
-      return 'sealed'
-    default:
-      return `unexpected HTTP status ${status}`
+    await transport.close()
   }
 }

@@ -11,15 +11,28 @@ export type Clock = () => number
 const NEVER_ABORTED: AbortSignal = new AbortController().signal
 
 export class Deadline {
-  readonly expiresAt: number
+  /** When the time is up; read per use, since a shared call's deadline follows its waiters (see following()). */
+  get expiresAt(): number {
+    return this.expiry()
+  }
   /** Aborted when the caller gave up; never aborted merely because time ran out (timeouts come from expiresAt). */
   readonly signal: AbortSignal
   private readonly clock: Clock
+  private readonly expiry: () => number
 
-  constructor(expiresAt: number, signal: AbortSignal = NEVER_ABORTED, clock: Clock = Date.now) {
-    this.expiresAt = expiresAt
+  /** `expiresAt` is a point in time, or a function for a deadline whose end moves (see following()). */
+  constructor(expiresAt: number | (() => number), signal: AbortSignal = NEVER_ABORTED, clock: Clock = Date.now) {
+    this.expiry = typeof expiresAt === 'function' ? expiresAt : () => expiresAt
     this.signal = signal
     this.clock = clock
+  }
+
+  /**
+   * A deadline whose end moves: work shared by several waiters (util/shared-call.ts)
+   * lasts as long as the latest of them still waits.
+   */
+  static following(expiry: () => number, signal: AbortSignal, clock: Clock = Date.now): Deadline {
+    return new Deadline(expiry, signal, clock)
   }
 
   static in(ms: number, signal?: AbortSignal, clock: Clock = Date.now): Deadline {

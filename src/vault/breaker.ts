@@ -9,19 +9,23 @@
  * every `probeIntervalMs` after a short cool-down; the first healthy answer
  * closes the address again, so recovery is noticed within seconds.
  *
- * A failure this layer cannot classify itself (a login that ended in
- * UNAVAILABLE, where only the ProviderError is left) is `suspect`ed: one probe
- * decides whether it counts. A TLS misconfiguration of one
- * SecretProviderClass therefore never closes the address for the others.
+ * The registry is a layer around every Vault call (login, read, renewal):
+ * the session runs each call's retries with `hooks(connection)`, so the
+ * breaker sees every call's typed outcome (call-errors.ts) as it happens.
+ * Only connection failures and 502/503/504 count: a TLS misconfiguration of
+ * one SecretProviderClass, or a 403, never closes the address for the others.
+ * The composition root builds one registry and injects it (no module state).
  */
-import http from 'node:http'
-import https from 'node:https'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultConnection } from '../request/types.js'
-import { statusOf } from './errors.js'
+import type { Clock } from '../util/deadline.js'
+import { REAL_TIMERS, type Timers } from '../util/shared-call.js'
+import { VaultConnectionError, VaultHttpError } from './call-errors.js'
+import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
-import { createTransport, destroyTransport } from './transport.js'
+import { defaultTransportOptions, VaultTransport } from './transport.js'
 
 export interface BreakerOptions {
   /** Connection failures in a row that open an address. */
@@ -61,7 +65,7 @@ interface AddressState {
   openedAt: number | undefined
   lastAskedAt: number
   probing: boolean
-  timer: NodeJS.Timeout | undefined
+  timer: unknown
 }
 
 function iso(ms: number): string {
@@ -70,22 +74,18 @@ function iso(ms: number): string {
 
 /** What a failed Vault call means for its address: down (counts), sealed (opens), or nothing. */
 export function failureKind(err: unknown): { kind: 'unreachable' | 'sealed'; cause: string } | undefined {
-  const status = statusOf(err)
-  if (status === undefined) {
-    const code = (err as { code?: unknown }).code
-    // A truncated answer came from a reachable Vault: retried, but not counted here.
-    if (!isConnectionFailure(err) || code === 'ERR_BAD_RESPONSE') return undefined
-    if (code === 'ECONNABORTED' || code === 'ETIMEDOUT') return { kind: 'unreachable', cause: 'no answer in time' }
-    return { kind: 'unreachable', cause: `connection failed (${typeof code === 'string' ? code : 'hang-up'})` }
+  if (err instanceof VaultConnectionError) {
+    if (!isConnectionFailure(err)) return undefined
+    if (err.kind === 'timeout') return { kind: 'unreachable', cause: 'no answer in time' }
+    return { kind: 'unreachable', cause: `connection failed (${err.code})` }
   }
-  if (status === 503) {
-    const errors = (err as { response?: { body?: { errors?: unknown } } }).response?.body?.errors
-    const text = Array.isArray(errors) ? errors.filter((e) => typeof e === 'string').join('; ') : ''
-    if (/sealed/i.test(text)) return { kind: 'sealed', cause: 'Vault is sealed (503)' }
+  if (!(err instanceof VaultHttpError)) return undefined
+  if (err.status === 503) {
+    if (err.sealed) return { kind: 'sealed', cause: 'Vault is sealed (503)' }
     return { kind: 'unreachable', cause: 'Vault answered 503' }
   }
-  if (status === 502 || status === 504)
-    return { kind: 'unreachable', cause: `a proxy in front of Vault answered ${status}` }
+  if (err.status === 502 || err.status === 504)
+    return { kind: 'unreachable', cause: `a proxy in front of Vault answered ${err.status}` }
   return undefined
 }
 
@@ -94,12 +94,22 @@ export class BreakerRegistry {
   private readonly probe: Prober
   private readonly logger: Logger | undefined
   private readonly states = new Map<string, AddressState>()
+  private readonly clock: Clock
+  private readonly timers: Timers
   private closed = false
 
-  constructor(opts: Partial<BreakerOptions> = {}, probe: Prober = probeHealth, logger?: Logger) {
+  /** `time` is injected by tests: the clock and the timers probes are scheduled with. */
+  constructor(
+    opts: Partial<BreakerOptions> = {},
+    probe: Prober = probeHealth,
+    logger?: Logger,
+    time: { clock?: Clock; timers?: Timers } = {},
+  ) {
     this.opts = { ...DEFAULT_BREAKER_OPTIONS, ...opts }
     this.probe = probe
     this.logger = logger
+    this.clock = time.clock ?? Date.now
+    this.timers = time.timers ?? REAL_TIMERS
   }
 
   /** Addresses tracked (bounded by maxAddresses). */
@@ -122,7 +132,7 @@ export class BreakerRegistry {
         lastCause: '',
         sealed: false,
         openedAt: undefined,
-        lastAskedAt: Date.now(),
+        lastAskedAt: this.clock(),
         probing: false,
         timer: undefined,
       }
@@ -145,15 +155,33 @@ export class BreakerRegistry {
 
   private forget(address: string): void {
     const s = this.states.get(address)
-    if (s?.timer) clearTimeout(s.timer)
+    if (s?.timer !== undefined) this.timers.clearTimeout(s.timer)
     this.states.delete(address)
+  }
+
+  /**
+   * The layer around one Vault call's retries: fail at once (instead of
+   * retrying) while the address is open, count the call's first failure
+   * (once per call, not per attempt, so one flaky path cannot open the
+   * address by itself), reset the count on success.
+   */
+  hooks(connection: VaultConnection): RetryHooks {
+    return {
+      beforeAttempt: (attempt) => {
+        if (attempt > 1) this.admit(connection)
+      },
+      onFailure: (err, attempt) => {
+        if (attempt === 1) this.recordFailure(connection, err)
+      },
+      onSuccess: () => this.recordSuccess(connection.address),
+    }
   }
 
   /** Throws UNAVAILABLE at once while `conn.address` is open. */
   admit(conn: VaultConnection): void {
     const s = this.states.get(conn.address)
     if (!s || s.openedAt === undefined) return
-    s.lastAskedAt = Date.now()
+    s.lastAskedAt = this.clock()
     s.conn = conn
     const since = iso(s.since ?? s.openedAt)
     const what = s.sealed ? `has been sealed since ${since}` : `has been unreachable since ${since}`
@@ -179,7 +207,7 @@ export class BreakerRegistry {
 
   private count(conn: VaultConnection, sealed: boolean, cause: string): void {
     const s = this.state(conn)
-    const now = Date.now()
+    const now = this.clock()
     s.lastAskedAt = now
     s.lastCause = cause
     s.since ??= now
@@ -191,24 +219,8 @@ export class BreakerRegistry {
     if (sealed || s.consecutive >= this.opts.failureThreshold) this.open(s, sealed)
   }
 
-  /** A Mount failed with UNAVAILABLE for a reason this layer did not see: one probe decides. */
-  suspect(conn: VaultConnection): void {
-    if (this.closed) return
-    const s = this.state(conn)
-    if (s.openedAt !== undefined || s.probing) return
-    s.probing = true
-    this.probe(conn, this.opts.probeTimeoutMs)
-      .then((outcome) => {
-        if (!outcome.healthy) this.count(conn, outcome.sealed, outcome.cause)
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        s.probing = false
-      })
-  }
-
   private open(s: AddressState, sealed: boolean): void {
-    const now = Date.now()
+    const now = this.clock()
     s.openedAt = now
     s.sealed = sealed
     this.logger?.warn(
@@ -220,15 +232,14 @@ export class BreakerRegistry {
 
   private schedule(s: AddressState, delayMs: number): void {
     if (this.closed) return
-    if (s.timer) clearTimeout(s.timer)
-    s.timer = setTimeout(() => void this.runProbe(s), delayMs)
-    s.timer.unref()
+    if (s.timer !== undefined) this.timers.clearTimeout(s.timer)
+    s.timer = this.timers.setTimeout(() => void this.runProbe(s), delayMs)
   }
 
   private async runProbe(s: AddressState): Promise<void> {
     s.timer = undefined
     if (this.closed || this.states.get(s.conn.address) !== s) return
-    if (Date.now() - s.lastAskedAt > this.opts.idleForgetMs) {
+    if (this.clock() - s.lastAskedAt > this.opts.idleForgetMs) {
       this.forget(s.conn.address)
       return
     }
@@ -246,7 +257,7 @@ export class BreakerRegistry {
       s.probing = false
     }
     if (outcome.healthy) {
-      const downMs = Date.now() - (s.since ?? s.openedAt ?? Date.now())
+      const downMs = this.clock() - (s.since ?? s.openedAt ?? this.clock())
       this.logger?.info(
         { vaultAddress: s.conn.address, downMs },
         'Vault reachable again: Mounts for this address go through',
@@ -269,80 +280,34 @@ export class BreakerRegistry {
 }
 
 /**
- * GET /v1/sys/health (unauthenticated, no token is ever sent) with the
- * Mount's own TLS settings. Active, standby and performance-standby nodes
- * count as healthy; 503 is sealed; no answer is unreachable.
+ * The default prober: the one health probe (health-probe.ts) over a
+ * transport built for the occasion. The composition root passes a prober on
+ * the shared transports instead, so that probes are reported like any call.
  */
 export async function probeHealth(conn: VaultConnection, timeoutMs: number): Promise<ProbeOutcome> {
-  const transport = await createTransport(conn)
+  let transport: VaultTransport
   try {
-    const url = `${transport.endpoint}/v1/sys/health?standbyok=true&perfstandbyok=true`
-    const status = await new Promise<number>((resolve, reject) => {
-      const isHttps = url.startsWith('https:')
-      const req = (isHttps ? https : http).request(
-        url,
-        {
-          method: 'GET',
-          agent: isHttps ? transport.httpsAgent : transport.httpAgent,
-          timeout: timeoutMs,
-          headers: conn.namespace ? { 'X-Vault-Namespace': conn.namespace } : {},
-        },
-        (res) => {
-          res.resume()
-          res.on('end', () => resolve(res.statusCode ?? 0))
-          res.on('error', reject)
-        },
-      )
-      req.on('timeout', () => req.destroy(Object.assign(new Error('probe timed out'), { code: 'ETIMEDOUT' })))
-      req.on('error', reject)
-      req.end()
-    })
-    if (status === 200 || status === 429 || status === 472 || status === 473) return { healthy: true }
-    if (status === 503) return { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
-    return { healthy: false, sealed: false, cause: `sys/health answered ${status}` }
-  } catch (err) {
-    const code = (err as { code?: unknown }).code
-    if (code === 'ETIMEDOUT') return { healthy: false, sealed: false, cause: 'no answer in time' }
-    // A TLS or other configuration error: Vault answered the connection, so it is not down.
-    if (!isConnectionFailure(err)) return { healthy: true }
-    return { healthy: false, sealed: false, cause: `connection failed (${typeof code === 'string' ? code : 'error'})` }
+    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+  } catch {
+    // Unreadable TLS files: a configuration problem, not an outage.
+    return { healthy: true }
+  }
+  try {
+    return probeOutcome(await probeVaultHealth(transport, timeoutMs))
   } finally {
-    destroyTransport(transport)
+    await transport.close()
   }
 }
 
-/**
- * The breakers the Vault sessions report to. Sessions are built by the
- * session pool, which knows nothing of breakers, so the composition root
- * installs the one registry here; without one (unit tests), nothing is
- * tracked.
- */
-let installed: BreakerRegistry | undefined
-
-export function installBreakers(registry: BreakerRegistry | undefined): void {
-  installed = registry
-}
-
-export function activeBreakers(): BreakerRegistry | undefined {
-  return installed
-}
-
-/**
- * The hooks that tie one Vault call's retries to its address's breaker: fail
- * at once (instead of retrying) while the address is open, count the call's
- * first failure (once per call, not per attempt, so one flaky path cannot
- * open the address by itself), reset the count on success.
- */
-export function breakerHooks(connection: VaultConnection): RetryHooks {
-  const breakers = activeBreakers()
-  if (!breakers) return {}
-  return {
-    beforeAttempt: (attempt) => {
-      if (attempt > 1) breakers.admit(connection)
-    },
-    onFailure: (err, attempt) => {
-      if (attempt === 1) breakers.recordFailure(connection, err)
-    },
-    onSuccess: () => breakers.recordSuccess(connection.address),
+/** The breaker's reading of a health answer. */
+export function probeOutcome(h: VaultHealth): ProbeOutcome {
+  if (h.healthy) return { healthy: true }
+  if (h.reachable) {
+    if (h.status === 503) return { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
+    return { healthy: false, sealed: false, cause: `sys/health answered ${h.status ?? 'nothing'}` }
   }
+  if (h.errorKind === 'timeout') return { healthy: false, sealed: false, cause: 'no answer in time' }
+  // A TLS or other configuration error: Vault answered the connection, so it is not down.
+  if (h.errorKind === undefined || h.errorKind === 'tls' || h.errorKind === 'other') return { healthy: true }
+  return { healthy: false, sealed: false, cause: `connection failed (${h.errorCode ?? 'error'})` }
 }

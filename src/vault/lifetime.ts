@@ -7,6 +7,7 @@
  * - static: anything else (KV…): no lifetime of its own.
  */
 import { X509Certificate } from 'node:crypto'
+import { isPlainObject } from '../util/plain-object.js'
 
 /** A dynamic secret is replaced (or renewed) once this fraction of its lifetime has passed. */
 export const RENEW_FRACTION = 2 / 3
@@ -15,10 +16,6 @@ export type Lifetime =
   | { kind: 'static' }
   | { kind: 'leased'; leaseId: string; ttlMs: number; renewable: boolean }
   | { kind: 'issued'; notBefore: number; notAfter: number }
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v)
-}
 
 function certificateValidity(
   data: Record<string, unknown>,
@@ -42,13 +39,13 @@ function certificateValidity(
 
 /** `write`: the request was a PUT/POST. Only a write issues a certificate; a GET of one (KV v1, pki/cert) is static. */
 export function lifetimeOf(body: unknown, obtainedAt: number, write: boolean): Lifetime {
-  if (!isRecord(body)) return { kind: 'static' }
+  if (!isPlainObject(body)) return { kind: 'static' }
   const leaseId = body.lease_id
   const duration = body.lease_duration
   if (typeof leaseId === 'string' && leaseId !== '' && typeof duration === 'number' && duration > 0) {
     return { kind: 'leased', leaseId, ttlMs: duration * 1000, renewable: body.renewable === true }
   }
-  if (write && isRecord(body.data)) {
+  if (write && isPlainObject(body.data)) {
     const validity = certificateValidity(body.data, obtainedAt)
     // PKI issue/sign answers carry the new certificate with its key or serial number.
     if (validity && (typeof body.data.private_key === 'string' || typeof body.data.serial_number === 'string')) {

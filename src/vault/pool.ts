@@ -9,23 +9,23 @@
  * obtained it.
  */
 import { LRUCache } from 'lru-cache'
-import type { IdentityScopeName } from '../config/config.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../config/config.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver } from '../observability/vault-observer.js'
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
-import { createVaultRequester, type VaultRequester } from './http.js'
+import type { Clock } from '../util/deadline.js'
+import type { Timers } from '../util/shared-call.js'
+import type { BreakerRegistry } from './breaker.js'
+import type { RetryPolicy, Sleep } from './retry.js'
+import { createSecretStore, type SecretStore } from './secret-cache.js'
+import { VaultSession, type NodeVaultFactory, type VaultIdentity } from './session.js'
 import {
   connectionKey,
-  createTransport,
   DEFAULT_TRANSPORT_OPTIONS,
-  destroyTransport,
-  type Transport,
+  TransportRegistry,
   type TransportOptions,
+  type TransportSource,
 } from './transport.js'
-import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { loadNodeVault, VaultSession, type VaultIdentity } from './session.js'
 
-export const MAX_TRANSPORTS = 64
 export type IdentityScope = IdentityScopeName
 
 export interface SessionPoolOptions {
@@ -36,14 +36,29 @@ export interface SessionPoolOptions {
   shareDynamic: boolean
   /** Identities unused for this long are revoked and forgotten; 0 never revokes. */
   idleRevokeMs: number
+  /** false: the owner calls sweepIdle() itself (a test driving time); default: swept periodically. */
+  autoSweep?: boolean
   logger: Logger
-  /** Handed to every session: told about each Vault call. */
+  /** Told about cache reuse; the transports report every HTTP call. */
   observer?: VaultObserver
+  /** The transports (shared with the breaker's probes); built from the three options below when absent. */
+  transports?: TransportSource
   /** -max-tls-file-size, -tls-file-dirs, the operator's TLS files and the allow-list's connect check. */
   transport?: TransportOptions
   /** -max-vault-response-size */
   maxVaultResponseBytes?: number
+  /** The breaker layer around every Vault call of every session. */
+  breakers?: BreakerRegistry
+  /** Loads node-vault (about 13 MiB with its HTTP stack): on the first Vault call, once per pool. */
+  loadNodeVault?: () => Promise<NodeVaultFactory>
+  /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
+  clock?: Clock
+  timers?: Timers
+  sleep?: Sleep
+  retryPolicy?: RetryPolicy
 }
+
+const importNodeVault = (): Promise<NodeVaultFactory> => import('node-vault').then((m) => m.default)
 
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
   return JSON.stringify([
@@ -61,17 +76,27 @@ export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
 export class SessionPool {
   private readonly opts: SessionPoolOptions
   private readonly sessions: LRUCache<string, VaultSession> | undefined
-  private readonly transports: LRUCache<string, Promise<Transport>>
+  private readonly transports: TransportSource
+  private readonly ownTransports: TransportRegistry | undefined
   private sweeper: NodeJS.Timeout | undefined
   /** One bounded store for what every identity has read: the memory bound is global. */
   private readonly secrets: SecretStore = createSecretStore()
-  private readonly requester: VaultRequester
+  private nodeVault: Promise<NodeVaultFactory> | undefined
+  private readonly clock: Clock
 
   constructor(opts: SessionPoolOptions) {
     this.opts = opts
-    this.requester = createVaultRequester({
-      maxResponseBytes: opts.maxVaultResponseBytes ?? DEFAULT_MAX_VAULT_RESPONSE_BYTES,
-    })
+    this.clock = opts.clock ?? Date.now
+    if (opts.transports) {
+      this.transports = opts.transports
+    } else {
+      this.ownTransports = new TransportRegistry({
+        ...(opts.transport ?? DEFAULT_TRANSPORT_OPTIONS),
+        maxResponseBytes: opts.maxVaultResponseBytes ?? DEFAULT_MAX_VAULT_RESPONSE_BYTES,
+        observer: opts.observer,
+      })
+      this.transports = this.ownTransports
+    }
     // Evicted for room, a session is only forgotten: its pods may still use its leases.
     this.sessions =
       opts.maxSessions > 0
@@ -82,29 +107,16 @@ export class SessionPool {
             },
           })
         : undefined
-    this.transports = new LRUCache<string, Promise<Transport>>({
-      max: MAX_TRANSPORTS,
-      dispose: (p) => {
-        p.then(destroyTransport, () => undefined)
-      },
-    })
-    if (this.sessions && opts.idleRevokeMs > 0) {
+    if (this.sessions && opts.idleRevokeMs > 0 && opts.autoSweep !== false) {
       const every = Math.max(1000, Math.min(60_000, opts.idleRevokeMs / 4))
       this.sweeper = setInterval(() => void this.sweepIdle(), every)
       this.sweeper.unref()
     }
   }
 
-  private transport(id: VaultIdentity): Promise<Transport> {
-    const key = connectionKey(id.connection)
-    let t = this.transports.get(key)
-    if (!t) {
-      t = createTransport(id.connection, this.opts.transport ?? DEFAULT_TRANSPORT_OPTIONS)
-      // A failed set-up (unreadable CA file) must not stay cached.
-      t.catch(() => this.transports.delete(key))
-      this.transports.set(key, t)
-    }
-    return t
+  private loadNodeVault(): Promise<NodeVaultFactory> {
+    this.nodeVault ??= (this.opts.loadNodeVault ?? importNodeVault)()
+    return this.nodeVault
   }
 
   async session(id: VaultIdentity): Promise<VaultSession> {
@@ -114,17 +126,21 @@ export class SessionPool {
     if (cached) return cached
     const session = new VaultSession(
       id,
-      await this.transport(id),
+      await this.transports.get(id.connection),
       {
         logger: this.opts.logger,
         observer: this.opts.observer,
-        requester: this.requester,
+        breakers: this.opts.breakers,
         staticFreshnessMs: this.opts.staticFreshnessMs,
         shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
         store: this.secrets,
         prefix: `${key}\n`,
+        clock: this.opts.clock,
+        timers: this.opts.timers,
+        sleep: this.opts.sleep,
+        retryPolicy: this.opts.retryPolicy,
       },
-      await loadNodeVault(),
+      await this.loadNodeVault(),
     )
     if (!this.sessions) return session
     // Another Mount of the same identity may have created one while we awaited.
@@ -135,7 +151,7 @@ export class SessionPool {
   }
 
   /** Revokes and forgets identities whose pods have not mounted for the idle time: they are gone. */
-  async sweepIdle(now = Date.now()): Promise<number> {
+  async sweepIdle(now = this.clock()): Promise<number> {
     if (!this.sessions) return 0
     const idle: Array<[string, VaultSession]> = []
     for (const [key, s] of this.sessions.entries()) {
@@ -163,6 +179,6 @@ export class SessionPool {
     if (this.sweeper) clearInterval(this.sweeper)
     this.sessions?.clear()
     this.secrets.clear()
-    this.transports.clear()
+    this.ownTransports?.close()
   }
 }

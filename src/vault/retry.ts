@@ -9,7 +9,7 @@
  * be the same), TLS failures (a configuration problem, not a blip).
  */
 import type { Deadline } from '../util/deadline.js'
-import { statusOf } from './errors.js'
+import { VaultCallAborted, VaultConnectionError, VaultHttpError, type ConnectionFailureKind } from './call-errors.js'
 
 export interface RetryPolicy {
   /** Total attempts, the first included. */
@@ -32,38 +32,19 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   minAttemptMs: 250,
 }
 
-/** Socket-level failures that say nothing about the request itself: try again. */
-const RETRYABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ECONNABORTED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'ENOENT',
-  'ERR_SOCKET_CONNECTION_TIMEOUT',
-  'ERR_STREAM_PREMATURE_CLOSE',
-  'ERR_BAD_RESPONSE',
-  'EPROTO_RESET',
+/** Connection failures that say nothing about the request itself: try again. TLS and the unknown are not blips. */
+const RETRYABLE_KINDS: ReadonlySet<ConnectionFailureKind> = new Set([
+  'timeout',
+  'refused',
+  'reset',
+  'truncated',
+  'dns',
+  'unreachable',
 ])
 
-function codeOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code
-  return typeof code === 'string' ? code : undefined
-}
-
-/** True when no HTTP answer came back because the connection failed (not TLS, not a bug). */
+/** True when no (complete) HTTP answer came back because the connection failed (not TLS, not a bug). */
 export function isConnectionFailure(err: unknown): boolean {
-  if (statusOf(err) !== undefined) return false
-  const code = codeOf(err)
-  if (code !== undefined) return RETRYABLE_CODES.has(code)
-  // axios reports a peer that hangs up mid-answer as a plain "socket hang up" error.
-  const message = (err as { message?: unknown } | null)?.message
-  return typeof message === 'string' && /socket hang up|ECONNRESET|premature close/i.test(message)
+  return err instanceof VaultConnectionError && RETRYABLE_KINDS.has(err.kind)
 }
 
 export type RetryDecision =
@@ -79,21 +60,14 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
-function retryAfterOf(err: unknown): number | undefined {
-  const headers = (err as { response?: { headers?: Record<string, unknown> } } | null)?.response?.headers
-  if (!headers || typeof headers !== 'object') return undefined
-  return parseRetryAfter(headers['retry-after'] ?? headers['Retry-After'])
-}
-
 export function retryDecision(err: unknown): RetryDecision {
-  const status = statusOf(err)
-  if (status === undefined) {
-    return isConnectionFailure(err)
-      ? { retry: true, reason: `connection failed (${codeOf(err) ?? 'hang-up'})` }
-      : { retry: false }
+  if (err instanceof VaultConnectionError) {
+    return RETRYABLE_KINDS.has(err.kind) ? { retry: true, reason: `connection failed (${err.code})` } : { retry: false }
   }
+  if (!(err instanceof VaultHttpError)) return { retry: false }
+  const status = err.status
   if (status === 429)
-    return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: retryAfterOf(err) }
+    return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: err.retryAfterMs }
   if (status === 412) return { retry: true, reason: 'standby not caught up (412)' }
   if (status >= 500 && status !== 501) return { retry: true, reason: `Vault answered ${status}` }
   return { retry: false }
@@ -128,18 +102,40 @@ export interface RetryHooks {
   onRetry?(attempt: number, delayMs: number, reason: string): void
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+/** Waits `ms`, or until `signal` aborts (then rejects with VaultCallAborted). */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>
+
+export const abortableSleep: Sleep = (ms, signal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new VaultCallAborted())
+      return
+    }
+    const done = (): void => {
+      signal.removeEventListener('abort', gone)
+      resolve()
+    }
+    const gone = (): void => {
+      clearTimeout(timer)
+      reject(new VaultCallAborted())
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', gone, { once: true })
+  })
 
 /**
  * Runs `attempt` until it succeeds, a failure is not retryable, the attempts
  * are used up, or the next wait would leave too little of the deadline. The
- * last failure is thrown as it was.
+ * last failure is thrown as it was, with the number of attempts made
+ * recorded on it (typed errors' `attempts`). A wait ends at once when the
+ * deadline's caller leaves. `sleep` is injected by tests.
  */
 export async function withRetry<T>(
   attempt: (n: number) => Promise<T>,
   deadline: Deadline,
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
   hooks: RetryHooks = {},
+  sleep: Sleep = abortableSleep,
 ): Promise<T> {
   for (let n = 1; ; n++) {
     hooks.beforeAttempt?.(n)
@@ -150,11 +146,12 @@ export async function withRetry<T>(
     } catch (err) {
       const decision = retryDecision(err)
       hooks.onFailure?.(err, n, decision)
+      if (err instanceof VaultHttpError || err instanceof VaultConnectionError) err.attempts = n
       if (!decision.retry || n >= policy.maxAttempts) throw err
       const delay = delayFor(decision, n - 1, policy)
       if (deadline.remainingMs() - delay < policy.minAttemptMs) throw err
       hooks.onRetry?.(n, delay, decision.reason)
-      await sleep(delay)
+      await sleep(delay, deadline.signal)
     }
   }
 }

@@ -12,8 +12,14 @@
  * Whether an answer is dynamic is only known once it arrives, so concurrent
  * reads are first coalesced per identity; if the answer turns out dynamic and
  * not shared, the waiters of other pods each make their own read.
+ *
+ * A coalesced read goes on for whoever still waits; each waiter gives up on
+ * its own deadline, and the read is abandoned (its Vault calls aborted) only
+ * when none is left (util/shared-call.ts).
  */
 import { LRUCache } from 'lru-cache'
+import type { Clock, Deadline } from '../util/deadline.js'
+import { SharedCall, type Timers } from '../util/shared-call.js'
 import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
 
 /** Bounds of the store shared by every identity of the process. */
@@ -39,12 +45,15 @@ export interface SecretCacheOptions {
   store?: SecretStore
   /** Prefix of this identity's keys in the store. */
   prefix?: string
+  /** Injected by tests: the cache's notion of now, and the timers waiters give up by. */
+  clock?: Clock
+  timers?: Timers
 }
 
 /** What the cache needs from the session that owns it. */
 export interface CacheBackend {
-  /** One Vault call; returns the body and the generation of the token that made it. */
-  read(): Promise<{ body: unknown; tokenGeneration: number }>
+  /** One Vault call under the shared read's deadline; returns the body and the generation of the token that made it. */
+  read(deadline: Deadline): Promise<{ body: unknown; tokenGeneration: number }>
   /** Renews a lease with the identity's token; resolves to the new TTL. */
   renewLease(leaseId: string): Promise<{ ttlMs: number; renewable: boolean }>
   /** When the token of `generation` expires (a lease dies with the token that created it); 0 if gone. */
@@ -88,12 +97,14 @@ export class SecretCache {
   private readonly opts: SecretCacheOptions
   private readonly entries: SecretStore
   private readonly prefix: string
-  private readonly inflight = new Map<string, Promise<Shared>>()
+  private readonly inflight = new Map<string, SharedCall<Shared>>()
+  private readonly clock: Clock
 
   constructor(opts: SecretCacheOptions) {
     this.opts = opts
     this.entries = opts.store ?? createSecretStore()
     this.prefix = opts.prefix ?? ''
+    this.clock = opts.clock ?? Date.now
   }
 
   private ownKeys(): string[] {
@@ -109,8 +120,16 @@ export class SecretCache {
     return this.opts.shareDynamic ? `${this.prefix}shared|${requestKey}` : `${this.prefix}pod:${podUid}|${requestKey}`
   }
 
-  async fetch(requestKey: string, podUid: string, write: boolean, backend: CacheBackend): Promise<FetchOutcome> {
-    const now = Date.now()
+  /** `giveUp(cancelled)` is the error this caller gets when its deadline passes or it leaves while a read is shared. */
+  async fetch(
+    requestKey: string,
+    podUid: string,
+    write: boolean,
+    deadline: Deadline,
+    giveUp: (cancelled: boolean) => Error,
+    backend: CacheBackend,
+  ): Promise<FetchOutcome> {
+    const now = this.clock()
     const dynKey = this.dynamicKey(requestKey, podUid)
     const dynamic = this.entries.get(dynKey)
     if (dynamic) {
@@ -122,15 +141,15 @@ export class SecretCache {
 
     const sharedKey = `read|${requestKey}`
     const pending = this.inflight.get(sharedKey)
-    if (pending) {
-      const shared = await pending
+    if (pending?.joinable) {
+      const shared = await pending.join(deadline, giveUp)
       if (shared.lifetime.kind === 'static' || this.opts.shareDynamic || shared.leaderPod === podUid) {
         return { body: shared.body, source: 'coalesced', kind: shared.lifetime.kind }
       }
       // Someone else's credential: this pod gets its own, one read per pod.
-      return this.readOwn(dynKey, podUid, write, backend)
+      return this.readOwn(dynKey, podUid, write, deadline, giveUp, backend)
     }
-    return this.lead(sharedKey, requestKey, podUid, write, backend)
+    return this.lead(sharedKey, requestKey, podUid, write, deadline, giveUp, backend)
   }
 
   private async serveDynamic(
@@ -147,7 +166,7 @@ export class SecretCache {
       try {
         const renewed = await backend.renewLease(lt.leaseId)
         if (renewed.ttlMs >= entry.firstTtlMs * MIN_RENEWED_SHARE) {
-          const at = Date.now()
+          const at = this.clock()
           entry.expiresAt = at + renewed.ttlMs
           entry.renewAt = at + renewed.ttlMs * RENEW_FRACTION
           entry.lifetime = { ...lt, renewable: renewed.renewable }
@@ -162,49 +181,76 @@ export class SecretCache {
     return undefined
   }
 
-  private lead(
+  /** Starts (or joins) the shared read under `key`; `settle` stores the answer once, whoever still waits. */
+  private shared(
+    key: string,
+    deadline: Deadline,
+    giveUp: (cancelled: boolean) => Error,
+    start: () => SharedCall<Shared>,
+  ): Promise<Shared> {
+    const pending = this.inflight.get(key)
+    if (pending?.joinable) return pending.join(deadline, giveUp)
+    const call = start()
+    this.inflight.set(key, call)
+    const joined = call.join(deadline, giveUp)
+    void call.done.then(() => {
+      if (this.inflight.get(key) === call) this.inflight.delete(key)
+    })
+    return joined
+  }
+
+  private newCall(read: (deadline: Deadline) => Promise<Shared>): SharedCall<Shared> {
+    return new SharedCall(read, { clock: this.clock, timers: this.opts.timers })
+  }
+
+  private async lead(
     sharedKey: string,
     requestKey: string,
     podUid: string,
     write: boolean,
+    deadline: Deadline,
+    giveUp: (cancelled: boolean) => Error,
     backend: CacheBackend,
   ): Promise<FetchOutcome> {
-    const p = backend.read().then(({ body, tokenGeneration }) => {
-      const obtainedAt = Date.now()
-      const lifetime = lifetimeOf(body, obtainedAt, write)
-      this.store(
-        lifetime.kind === 'static' ? `${this.prefix}static|${requestKey}` : this.dynamicKey(requestKey, podUid),
-        body,
-        lifetime,
-        obtainedAt,
-        tokenGeneration,
-      )
-      return { body, lifetime, leaderPod: podUid }
-    })
-    this.inflight.set(sharedKey, p)
-    const clear = (): void => {
-      if (this.inflight.get(sharedKey) === p) this.inflight.delete(sharedKey)
-    }
-    p.then(clear, clear)
-    return p.then((s) => ({ body: s.body, source: 'vault' as const, kind: s.lifetime.kind }))
+    const s = await this.shared(sharedKey, deadline, giveUp, () =>
+      this.newCall(async (shared) => {
+        const { body, tokenGeneration } = await backend.read(shared)
+        const obtainedAt = this.clock()
+        const lifetime = lifetimeOf(body, obtainedAt, write)
+        this.store(
+          lifetime.kind === 'static' ? `${this.prefix}static|${requestKey}` : this.dynamicKey(requestKey, podUid),
+          body,
+          lifetime,
+          obtainedAt,
+          tokenGeneration,
+        )
+        return { body, lifetime, leaderPod: podUid }
+      }),
+    )
+    return { body: s.body, source: 'vault', kind: s.lifetime.kind }
   }
 
-  private readOwn(dynKey: string, podUid: string, write: boolean, backend: CacheBackend): Promise<FetchOutcome> {
+  private async readOwn(
+    dynKey: string,
+    podUid: string,
+    write: boolean,
+    deadline: Deadline,
+    giveUp: (cancelled: boolean) => Error,
+    backend: CacheBackend,
+  ): Promise<FetchOutcome> {
     const ownKey = `own|${dynKey}`
-    const pending = this.inflight.get(ownKey)
-    if (pending) return pending.then((s) => ({ body: s.body, source: 'coalesced' as const, kind: s.lifetime.kind }))
-    const p = backend.read().then(({ body, tokenGeneration }) => {
-      const obtainedAt = Date.now()
-      const lifetime = lifetimeOf(body, obtainedAt, write)
-      if (lifetime.kind !== 'static') this.store(dynKey, body, lifetime, obtainedAt, tokenGeneration)
-      return { body, lifetime, leaderPod: podUid }
+    let led = false
+    const s = await this.shared(ownKey, deadline, giveUp, () => {
+      led = true
+      return this.newCall(async (shared) => {
+        const { body, tokenGeneration } = await backend.read(shared)
+        const obtainedAt = this.clock()
+        const lifetime = lifetimeOf(body, obtainedAt, write)
+        if (lifetime.kind !== 'static') this.store(dynKey, body, lifetime, obtainedAt, tokenGeneration)
+        return { body, lifetime, leaderPod: podUid }
+      })
     })
-    this.inflight.set(ownKey, p)
-    const clear = (): void => {
-      if (this.inflight.get(ownKey) === p) this.inflight.delete(ownKey)
-    }
-    p.then(clear, clear)
-    return p.then((s) => ({ body: s.body, source: 'vault' as const, kind: s.lifetime.kind }))
+    return { body: s.body, source: led ? 'vault' : 'coalesced', kind: s.lifetime.kind }
   }
 
   private store(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {

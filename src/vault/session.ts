@@ -7,22 +7,20 @@
  * is refused, and what the identity has read (secret-cache.ts).
  */
 import type NodeVault from 'node-vault'
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
 import { isProviderError, ProviderError, q, type ErrorCode } from '../errors.js'
 import { decodeServiceAccountJwt } from '../identity/claims.js'
 import type { Logger } from '../observability/logger.js'
-import { instrumentClient, type VaultObserver } from '../observability/vault-observer.js'
+import type { VaultObserver, VaultOperation } from '../observability/vault-observer.js'
 import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../request/types.js'
-import type { Deadline } from '../util/deadline.js'
-import { statusOf, vaultError, isTimeout } from './errors.js'
+import type { Clock, Deadline } from '../util/deadline.js'
+import { REAL_TIMERS, SharedCall, type Timers } from '../util/shared-call.js'
+import type { BreakerRegistry } from './breaker.js'
+import { isTimeout, statusOf, VaultCallAborted } from './call-errors.js'
+import { attemptsOf, deadlineError, vaultError } from './errors.js'
+import { createVaultRequester, nodeVaultRequestLayer, type NodeVaultRequest } from './http.js'
+import { DEFAULT_RETRY_POLICY, abortableSleep, withRetry, type RetryPolicy, type Sleep } from './retry.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
-import type { Transport } from './transport.js'
-import { breakerHooks } from './breaker.js'
-import { DEFAULT_RETRY_POLICY, withRetry } from './retry.js'
-import { MAX_TOKEN_ANSWER_BYTES, createVaultRequester, nodeVaultRequestLayer, type VaultRequester } from './http.js'
-
-/** How many attempts a failed call took (set by send(), read by the error path). */
-const ATTEMPTS = new WeakMap<object, number>()
+import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from './transport.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
@@ -63,6 +61,8 @@ function encodePath(path: string): string {
 }
 
 interface TokenState {
+  /** The Vault token itself: only ever sent as this identity's X-Vault-Token. */
+  token: string
   /** Increases with every login, so a 403 can tell whether someone already re-logged in. */
   generation: number
   obtainedAt: number
@@ -75,10 +75,15 @@ interface TokenState {
 
 export interface SessionOptions extends SecretCacheOptions {
   logger: Logger
-  /** Told about every HTTP call to Vault (metrics, the CLI's timings). */
+  /** Told about cache reuse (the transport itself reports every HTTP call). */
   observer?: VaultObserver
-  /** The HTTP layer under node-vault (vault/http.ts): no redirects, bodies capped. */
-  requester?: VaultRequester
+  /** The layer that fails fast while the address is down and sees every call's outcome. */
+  breakers?: BreakerRegistry
+  retryPolicy?: RetryPolicy
+  /** The wait between retries (injected by tests). */
+  sleep?: Sleep
+  clock?: Clock
+  timers?: Timers
 }
 
 /** Refusals of the HTTP layer and the connection guard: they say what happened, the session says to which call. */
@@ -102,55 +107,75 @@ function stringField(obj: unknown, key: string): string | undefined {
 export type JwtSupplier = () => Promise<string>
 
 export type NodeVaultFactory = typeof NodeVault
-let nodeVaultModule: Promise<NodeVaultFactory> | undefined
-
-/**
- * node-vault and its HTTP stack (axios) cost about 13 MiB of memory: loaded on
- * the first Vault call, so that nodes without Vault-using pods never pay it.
- */
-export function loadNodeVault(): Promise<NodeVaultFactory> {
-  nodeVaultModule ??= import('node-vault').then((m) => m.default)
-  return nodeVaultModule
-}
 
 export class VaultSession {
   readonly identity: VaultIdentity
-  private readonly transport: Transport
   private readonly client: ReturnType<NodeVaultFactory>
   private readonly logger: Logger
   private token: TokenState | undefined
-  private loginInFlight: Promise<TokenState> | undefined
+  private loginInFlight: SharedCall<TokenState> | undefined
   private generation = 0
   /** Expiry of recent tokens by generation: leases die with the token that created them. */
   private readonly expiryByGeneration = new Map<number, number>()
   private readonly cache: SecretCache
   private readonly observer: VaultObserver | undefined
-  lastUsedAt = Date.now()
+  private readonly breakers: BreakerRegistry | undefined
+  private readonly retryPolicy: RetryPolicy
+  private readonly sleep: Sleep
+  private readonly clock: Clock
+  private readonly timers: Timers
+  lastUsedAt: number
 
-  /** `nodeVault` comes from loadNodeVault(). */
-  constructor(identity: VaultIdentity, transport: Transport, opts: SessionOptions, nodeVault: NodeVaultFactory) {
+  /** `nodeVault` is node-vault's factory (loaded once by the pool). */
+  constructor(identity: VaultIdentity, transport: VaultCaller, opts: SessionOptions, nodeVault: NodeVaultFactory) {
     this.identity = identity
-    this.transport = transport
     this.logger = opts.logger
     this.observer = opts.observer
-    this.cache = new SecretCache(opts)
+    this.breakers = opts.breakers
+    this.retryPolicy = opts.retryPolicy ?? DEFAULT_RETRY_POLICY
+    this.sleep = opts.sleep ?? abortableSleep
+    this.clock = opts.clock ?? Date.now
+    this.timers = opts.timers ?? REAL_TIMERS
+    this.cache = new SecretCache({ ...opts, clock: this.clock, timers: this.timers })
+    this.lastUsedAt = this.clock()
     this.client = nodeVault({
       apiVersion: 'v1',
-      endpoint: transport.endpoint,
-      namespace: identity.connection.namespace,
+      // Not used for sending: the request layer sends to the transport's address only (vault/http.ts).
+      endpoint: transport.address,
       // node-vault's debug output includes request bodies (the login JWT).
       debug: () => undefined,
-      // Replaces node-vault's axios call, which follows redirects and buffers any body (vault/http.ts).
-      'request-promise': nodeVaultRequestLayer(
-        opts.requester ?? createVaultRequester({ maxResponseBytes: DEFAULT_MAX_VAULT_RESPONSE_BYTES }),
-      ),
+      // Every call goes through the Vault transport (vault/http.ts, vault/transport.ts).
+      'request-promise': nodeVaultRequestLayer(createVaultRequester(transport)),
     })
-    // node-vault falls back to VAULT_TOKEN / VAULT_NAMESPACE / VAULT_PREFIX from the
-    // provider's own environment: a pod must never borrow the provider's identity.
-    this.client.token = ''
-    ;(this.client as unknown as { namespace?: string }).namespace = identity.connection.namespace
-    ;(this.client as unknown as { pathPrefix: string }).pathPrefix = ''
-    instrumentClient(this.client, opts.observer)
+  }
+
+  /** One HTTP call through node-vault, with exactly the token and namespace given here. */
+  private vault(
+    path: string,
+    method: string,
+    opts: {
+      token?: string
+      json?: unknown
+      timeoutMs: number
+      signal?: AbortSignal
+      maxResponseBytes?: number
+      operation?: VaultOperation
+    },
+  ): Promise<unknown> {
+    const request: NodeVaultRequest = {
+      path,
+      method,
+      json: opts.json,
+      call: {
+        token: opts.token,
+        namespace: this.identity.connection.namespace,
+        timeoutMs: opts.timeoutMs,
+        signal: opts.signal,
+        maxResponseBytes: opts.maxResponseBytes,
+        operation: opts.operation,
+      },
+    }
+    return this.client.request(request as unknown as Parameters<typeof this.client.request>[0]) as Promise<unknown>
   }
 
   private where(): string {
@@ -165,42 +190,47 @@ export class VaultSession {
     return Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
   }
 
-  private requestOptions(deadline: Deadline, what: string): Record<string, unknown> {
-    return {
-      timeout: this.timeoutFor(deadline, what),
-      httpAgent: this.transport.httpAgent,
-      httpsAgent: this.transport.httpsAgent,
-    }
+  /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
+  private retried<T>(call: () => Promise<T>, deadline: Deadline, log: Record<string, unknown>): Promise<T> {
+    return withRetry(
+      call,
+      deadline,
+      this.retryPolicy,
+      {
+        ...this.breakers?.hooks(this.identity.connection),
+        onRetry: (attempt, delayMs, reason) =>
+          this.logger.debug({ ...log, attempt, delayMs, reason }, 'retrying Vault call'),
+      },
+      this.sleep,
+    )
+  }
+
+  private loginWhat(): string {
+    return `login to Vault at ${this.identity.connection.address} (${this.where()})`
   }
 
   private async login(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
-    const what = `login to Vault at ${this.identity.connection.address} (${this.where()})`
+    const what = this.loginWhat()
     const jwt = await getJwt()
-    const started = Date.now()
+    const started = this.clock()
     let body: unknown
     try {
       // Same retry policy and breaker as reads: a 429 or a reset during a rollout is not a failed Mount.
-      body = await withRetry(
+      body = await this.retried(
         () =>
-          this.client.request({
-            path: `/auth/${encodePath(this.identity.authMount)}/login`,
-            method: 'POST',
+          this.vault(`/auth/${encodePath(this.identity.authMount)}/login`, 'POST', {
             json: { jwt, role: this.identity.role },
-            headers: {},
             maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-            ...this.requestOptions(deadline, what),
+            timeoutMs: this.timeoutFor(deadline, what),
+            signal: deadline.signal,
+            operation: 'login',
           }),
         deadline,
-        DEFAULT_RETRY_POLICY,
-        {
-          ...breakerHooks(this.identity.connection),
-          onRetry: (attempt, delayMs, reason) =>
-            this.logger.debug({ call: 'login', attempt, delayMs, reason }, 'retrying Vault login'),
-        },
+        { call: 'login' },
       )
     } catch (err) {
-      if (isTimeout(err) && deadline.expired()) {
-        throw new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
+      if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
+        throw deadlineError(what, err instanceof VaultCallAborted)
       }
       throw transportRefusal(err, what) ?? vaultError(err, what, true)
     }
@@ -220,10 +250,10 @@ export class VaultSession {
       )
     }
     const ttlSec = typeof auth.lease_duration === 'number' && auth.lease_duration > 0 ? auth.lease_duration : 0
-    this.client.token = auth.client_token
-    const now = Date.now()
+    const now = this.clock()
     this.generation += 1
     const state = this.tokenState(
+      auth.client_token,
       this.generation,
       now,
       ttlSec * 1000,
@@ -272,27 +302,31 @@ export class VaultSession {
   /** Best effort, bounded: a token that must not be used is not left valid either. */
   private async revokeForeign(token: string): Promise<void> {
     try {
-      await this.client.request({
-        path: '/auth/token/revoke-self',
-        method: 'POST',
+      await this.vault('/auth/token/revoke-self', 'POST', {
+        token,
         json: {},
-        headers: { 'X-Vault-Token': token },
         maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-        timeout: REVOKE_TIMEOUT_MS,
-        httpAgent: this.transport.httpAgent,
-        httpsAgent: this.transport.httpsAgent,
-      } as { path: string; method: string })
+        timeoutMs: REVOKE_TIMEOUT_MS,
+        operation: 'revoke',
+      })
     } catch (err) {
       this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking a refused login token failed')
     }
   }
 
-  private tokenState(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenState {
+  private tokenState(
+    token: string,
+    generation: number,
+    obtainedAt: number,
+    ttlMs: number,
+    renewable: boolean,
+  ): TokenState {
     const expiresAt = ttlMs === 0 ? Number.POSITIVE_INFINITY : obtainedAt + ttlMs
     this.expiryByGeneration.set(generation, expiresAt)
     // Only the current and the previous token can still own live leases worth tracking.
     for (const g of this.expiryByGeneration.keys()) if (g < generation - 1) this.expiryByGeneration.delete(g)
     return {
+      token,
       generation,
       obtainedAt,
       ttlMs,
@@ -310,20 +344,22 @@ export class VaultSession {
   private async renew(current: TokenState, deadline: Deadline): Promise<TokenState | undefined> {
     const what = `token renewal (${this.where()})`
     try {
-      const body = await this.client.request({
-        path: '/auth/token/renew-self',
-        method: 'POST',
+      const body = await this.vault('/auth/token/renew-self', 'POST', {
+        token: current.token,
         json: {},
-        headers: {},
         maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-        ...this.requestOptions(deadline, what),
-      } as { path: string; method: string })
+        timeoutMs: this.timeoutFor(deadline, what),
+        signal: deadline.signal,
+        operation: 'renew',
+      })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
       const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0
       if (ttlSec * 1000 < current.ttlMs * MIN_TOKEN_RENEWED_SHARE) return undefined
       this.logger.debug({ role: this.identity.role, ttlSec }, 'renewed the Vault token')
-      return this.tokenState(current.generation, Date.now(), ttlSec * 1000, auth?.renewable === true)
+      return this.tokenState(current.token, current.generation, this.clock(), ttlSec * 1000, auth?.renewable === true)
     } catch (err) {
+      // The caller left: no login either.
+      if (err instanceof VaultCallAborted) throw err
       this.logger.debug(
         { role: this.identity.role, status: statusOf(err) },
         'Vault token renewal failed; logging in again',
@@ -334,28 +370,37 @@ export class VaultSession {
 
   /** Renews the token if possible, else logs in. */
   private async refresh(current: TokenState | undefined, getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
-    if (current && current.renewable && Date.now() < current.expiresAt) {
+    if (current && current.renewable && this.clock() < current.expiresAt) {
       const renewed = await this.renew(current, deadline)
       if (renewed) return renewed
     }
     return this.login(getJwt, deadline)
   }
 
-  /** A usable token: the cached one, or one from a renewal or login shared by every concurrent caller. */
-  private async ensureToken(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
+  /**
+   * A usable token: the cached one, or one from a renewal or login shared by
+   * every concurrent caller (util/shared-call.ts): it goes on for whoever
+   * still waits, and each caller gives up on its own deadline.
+   */
+  private ensureToken(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
     const current = this.token
-    if (current && Date.now() < current.renewAt) return current
-    if (!this.loginInFlight) {
-      this.loginInFlight = this.refresh(current, getJwt, deadline)
-        .then((state) => {
+    if (current && this.clock() < current.renewAt) return Promise.resolve(current)
+    const inFlight = this.loginInFlight
+    if (inFlight?.joinable) return inFlight.join(deadline, (cancelled) => deadlineError(this.loginWhat(), cancelled))
+    const flight = new SharedCall<TokenState>(
+      (shared) =>
+        this.refresh(current, getJwt, shared).then((state) => {
           this.token = state
           return state
-        })
-        .finally(() => {
-          this.loginInFlight = undefined
-        })
-    }
-    return this.loginInFlight
+        }),
+      { clock: this.clock, timers: this.timers },
+    )
+    this.loginInFlight = flight
+    const joined = flight.join(deadline, (cancelled) => deadlineError(this.loginWhat(), cancelled))
+    void flight.done.then(() => {
+      if (this.loginInFlight === flight) this.loginInFlight = undefined
+    })
+    return joined
   }
 
   private invalidate(generation: number): void {
@@ -363,24 +408,24 @@ export class VaultSession {
   }
 
   /**
-   * Sends one request with the identity's token. A 403 on a token that this
-   * call did not just obtain means it was revoked or expired behind our back:
-   * log in again once and retry once.
+   * Sends one request with the identity's token. A 403 on a token that was
+   * already cached when this call began means it was revoked or expired
+   * behind our back: log in again once and retry once.
    */
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
-    this.lastUsedAt = Date.now()
-    const callStartedAt = Date.now()
+    this.lastUsedAt = this.clock()
+    const cachedGeneration = this.token?.generation
     const token = await this.ensureToken(getJwt, deadline)
     try {
-      return await this.send(req, deadline, label)
+      return await this.send(req, token, deadline, label)
     } catch (err) {
-      const wasCached = token.obtainedAt < callStartedAt
+      const wasCached = token.generation === cachedGeneration
       if (statusOf(err) !== 403 || !wasCached) throw this.readError(err, req, label, deadline)
       this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
       this.invalidate(token.generation)
-      await this.ensureToken(getJwt, deadline)
+      const fresh = await this.ensureToken(getJwt, deadline)
       try {
-        return await this.send(req, deadline, label)
+        return await this.send(req, fresh, deadline, label)
       } catch (retryErr) {
         throw this.readError(retryErr, req, label, deadline)
       }
@@ -389,53 +434,37 @@ export class VaultSession {
 
   private readError(err: unknown, req: VaultRequest, label: string, deadline: Deadline): ProviderError {
     const what = `${label}: ${describeRequest(req)} (${this.where()})`
-    if (isTimeout(err) && deadline.expired()) {
-      return new ProviderError('DEADLINE_EXCEEDED', `${what}: Vault did not answer before the Mount's deadline`)
+    if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
+      return deadlineError(what, err instanceof VaultCallAborted)
     }
     const refused = transportRefusal(err, what)
     if (refused) return refused
     const failed = vaultError(err, what, false)
-    const attempts =
-      err !== null && typeof err === 'object' && !(err instanceof ProviderError) ? ATTEMPTS.get(err) : undefined
-    if (attempts === undefined || failed.code !== 'VAULT_UNAVAILABLE') return failed
+    const attempts = attemptsOf(err)
+    if (attempts <= 1 || failed.code !== 'VAULT_UNAVAILABLE') return failed
     return new ProviderError(failed.code, `${failed.message} (after ${attempts} attempts)`)
   }
 
   /**
-   * One Vault call under the retry policy (src/vault/retry.ts), reporting to
-   * the address's breaker (src/vault/breaker.ts): fails at once while the
-   * address is known to be down, and stops retrying when it goes down.
+   * One Vault call under the retry policy (src/vault/retry.ts), with the
+   * address's breaker (src/vault/breaker.ts) as a layer: fails at once while
+   * the address is known to be down, and stops retrying when it goes down.
    */
-  private async send(req: VaultRequest, deadline: Deadline, label: string): Promise<unknown> {
+  private send(req: VaultRequest, token: TokenState, deadline: Deadline, label: string): Promise<unknown> {
     const query = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
     const what = `${label}: ${describeRequest(req)}`
-    let attempts = 0
-    try {
-      return await withRetry(
-        () => {
-          attempts += 1
-          // Rebuilt per attempt: the timeout is what is left of the Mount's deadline.
-          const options: Record<string, unknown> = {
-            path: `/${encodePath(req.path)}${query}`,
-            method: req.method,
-            headers: {},
-            ...this.requestOptions(deadline, what),
-          }
-          if (req.body !== undefined) options.json = req.body
-          return this.client.request(options as { path: string; method: string })
-        },
-        deadline,
-        DEFAULT_RETRY_POLICY,
-        {
-          ...breakerHooks(this.identity.connection),
-          onRetry: (attempt, delayMs, reason) =>
-            this.logger.debug({ call: describeRequest(req), attempt, delayMs, reason }, 'retrying Vault call'),
-        },
-      )
-    } catch (err) {
-      if (attempts > 1 && err !== null && typeof err === 'object') ATTEMPTS.set(err, attempts)
-      throw err
-    }
+    return this.retried(
+      () =>
+        // Rebuilt per attempt: the timeout is what is left of the Mount's deadline.
+        this.vault(`/${encodePath(req.path)}${query}`, req.method, {
+          token: token.token,
+          json: req.body,
+          timeoutMs: this.timeoutFor(deadline, what),
+          signal: deadline.signal,
+        }),
+      deadline,
+      { call: describeRequest(req) },
+    )
   }
 
   /**
@@ -451,10 +480,13 @@ export class VaultSession {
     deadline: Deadline,
     label: string,
   ): Promise<FetchOutcome> {
-    this.lastUsedAt = Date.now()
-    const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', {
-      read: async () => {
-        const body = await this.request(req, getJwt, deadline, label)
+    this.lastUsedAt = this.clock()
+    const what = `${label}: ${describeRequest(req)} (${this.where()})`
+    const giveUp = (cancelled: boolean): ProviderError => deadlineError(what, cancelled)
+    const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', deadline, giveUp, {
+      // A coalesced read runs under its own deadline: the latest of its waiters' (util/shared-call.ts).
+      read: async (shared) => {
+        const body = await this.request(req, getJwt, shared, label)
         return { body, tokenGeneration: this.token?.generation ?? 0 }
       },
       renewLease: async (leaseId) => {
@@ -492,7 +524,6 @@ export class VaultSession {
 
   /** Forgets the token and what was read with it, without telling Vault (pods may still use its leases). */
   close(): void {
-    this.client.token = ''
     this.token = undefined
     this.cache.clear()
   }
@@ -503,18 +534,15 @@ export class VaultSession {
    */
   async revoke(): Promise<void> {
     const token = this.token
-    if (token && Date.now() < token.expiresAt) {
+    if (token && this.clock() < token.expiresAt) {
       try {
-        await this.client.request({
-          path: '/auth/token/revoke-self',
-          method: 'POST',
+        await this.vault('/auth/token/revoke-self', 'POST', {
+          token: token.token,
           json: {},
-          headers: {},
           maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-          timeout: REVOKE_TIMEOUT_MS,
-          httpAgent: this.transport.httpAgent,
-          httpsAgent: this.transport.httpsAgent,
-        } as { path: string; method: string })
+          timeoutMs: REVOKE_TIMEOUT_MS,
+          operation: 'revoke',
+        })
         this.logger.debug({ role: this.identity.role }, 'revoked the Vault token of an idle identity')
       } catch (err) {
         this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking an idle Vault token failed')

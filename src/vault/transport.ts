@@ -1,29 +1,71 @@
 /**
- * Connection pools towards one Vault address and TLS configuration. Shared by
- * every identity that talks to the same Vault, so keep-alive connections are
- * reused across pods; tokens never live here.
+ * The one HTTP client for Vault: a keep-alive connection pool (undici) per
+ * Vault address and TLS configuration, shared by every identity that talks
+ * to that Vault; tokens never live here, each call carries its own.
+ *
+ * It is the only code that knows HTTP. A call returns Vault's status and
+ * parsed body, or throws a typed error (call-errors.ts) or a refusal of the
+ * catalogue. Its rules, which hold for every call whoever makes it:
+ *
+ * - Every new connection is checked before it is opened (undici's `connect`
+ *   hook): to the transport's own host and port only, and only while the
+ *   -vault-addr-allowlist admits the address.
+ * - Redirects are never followed. A 3xx answer fails the call with
+ *   VAULT_REDIRECT_REFUSED naming only the target's origin; nothing is sent
+ *   there. Vault standbys forward requests to the active node by default, so
+ *   a redirect means a set-up that must name the active node (or a load
+ *   balancer) in vaultAddress.
+ * - A body larger than -max-vault-response-size (or the call's tighter cap)
+ *   is not read further: the stream is cut as soon as it passes the limit
+ *   (or at once when Content-Length says so) and the call fails with
+ *   VAULT_RESPONSE_TOO_LARGE. An error answer is read to MAX_ERROR_BODY_BYTES
+ *   at most: only its status and a few hundred characters of errors[] count.
+ * - The whole call (connect, headers and body) has one time limit, and the
+ *   caller's AbortSignal ends it at once.
+ * - Every call is reported to the observer: one place for login, read,
+ *   renewal, revocation and health.
  */
-import { constants as fsConstants } from 'node:fs'
-import { open, opendir, realpath, stat } from 'node:fs/promises'
-import http from 'node:http'
-import https from 'node:https'
-import net from 'node:net'
-import path from 'node:path'
-import { DEFAULT_MAX_TLS_FILE_BYTES, type VaultTlsConfig } from '../config/config.js'
+import type { Readable } from 'node:stream'
+import { LRUCache } from 'lru-cache'
+import { Pool, buildConnector } from 'undici'
 import { ProviderError, q } from '../errors.js'
+import {
+  operationOfCall,
+  type VaultCallEvent,
+  type VaultObserver,
+  type VaultOperation,
+} from '../observability/vault-observer.js'
 import type { VaultConnection } from '../request/types.js'
-import type { AddressAllowlist } from './address-allowlist.js'
+import { parseRetryAfter } from './retry.js'
+import {
+  VaultCallAborted,
+  VaultConnectionError,
+  VaultHttpError,
+  isTlsErrorCode,
+  vaultErrorsOf,
+  type ConnectionFailureKind,
+} from './call-errors.js'
+import { DEFAULT_TRANSPORT_OPTIONS, readTlsMaterial, type TlsMaterial, type TransportOptions } from './tls-files.js'
+
+export { DEFAULT_TRANSPORT_OPTIONS, MAX_CA_DIRECTORY_ENTRIES, type TransportOptions } from './tls-files.js'
 
 export const MAX_SOCKETS_PER_VAULT = 64
-/** Requests to a unix:// Vault (an Agent socket) go to this placeholder host. */
-const UNIX_PLACEHOLDER_ENDPOINT = 'http://localhost'
-
-export interface Transport {
-  /** Base URL given to node-vault (no trailing slash, no /v1). */
-  endpoint: string
-  httpAgent?: http.Agent
-  httpsAgent?: https.Agent
-}
+/** Requests to a unix:// Vault (an Agent socket) go to this placeholder origin. */
+const UNIX_PLACEHOLDER_ORIGIN = 'http://localhost'
+/**
+ * An error answer is only ever shown as a few hundred characters of its
+ * `errors[]`: past this many bytes it is not read (nor parsed) further, so a
+ * hostile Vault's megabytes of error text cost no more than a short one.
+ */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024
+/**
+ * Login, renewal and revocation answers carry a token and its policies, a
+ * few KiB at most: a larger one is a hostile or broken server, and reading
+ * megabytes of it for every retried login would cost every other pod.
+ */
+export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024
+const MAX_ORIGIN_CHARS = 200
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 
 export function connectionKey(conn: VaultConnection): string {
   const t = conn.tls
@@ -38,270 +80,370 @@ export function connectionKey(conn: VaultConnection): string {
   ])
 }
 
-/** What transports may read and where they may connect (wired from config.limits and the allow-list). */
-export interface TransportOptions {
-  /** -max-tls-file-size: no TLS file (or CA directory in total) is read past this. */
-  maxTlsFileBytes: number
-  /** -tls-file-dirs: pod-named TLS files must resolve under one of these ('/'-terminated); [] = anywhere. */
-  tlsFileDirs: readonly string[]
-  /** The operator's -vault-tls-* files: read with the size cap, but not restricted to tlsFileDirs. */
-  operatorTls?: VaultTlsConfig
-  /** Checked on every new connection: the address the transport was built for must be allowed. */
-  allowlist?: Pick<AddressAllowlist, 'allows'>
-}
-
-export const DEFAULT_TRANSPORT_OPTIONS: TransportOptions = {
-  maxTlsFileBytes: DEFAULT_MAX_TLS_FILE_BYTES,
-  tlsFileDirs: [],
-}
-
-/** A CA directory contributes at most this many entries (sorted by name among the first ones listed). */
-export const MAX_CA_DIRECTORY_ENTRIES = 256
-
-/** Which setting a TLS path came from, as errors name it. */
-interface FileSource {
-  /** e.g. `parameter "vaultCACertPath"` or `-vault-tls-ca-cert`. */
-  name: string
-  /** Named by the pod (SecretProviderClass / volumeAttributes): subject to -tls-file-dirs. */
-  podChosen: boolean
-}
-
-const TLS_SETTINGS = {
-  caCertPath: { parameter: 'vaultCACertPath', flag: '-vault-tls-ca-cert' },
-  caDirectory: { parameter: 'vaultCADirectory', flag: '-vault-tls-ca-directory' },
-  clientCertPath: { parameter: 'vaultTLSClientCertPath', flag: '-vault-tls-client-cert' },
-  clientKeyPath: { parameter: 'vaultTLSClientKeyPath', flag: '-vault-tls-client-key' },
-} as const
-
-function sourceOf(field: keyof typeof TLS_SETTINGS, value: string, opts: TransportOptions): FileSource {
-  const s = TLS_SETTINGS[field]
-  // The same path as the operator's flag is the operator's file, whoever repeats it.
-  if (opts.operatorTls?.[field] === value) return { name: s.flag, podChosen: false }
-  return { name: `parameter ${q(s.parameter)}`, podChosen: true }
-}
-
-function fsCode(err: unknown): string {
-  return (err as NodeJS.ErrnoException).code ?? 'error'
-}
-
-/** Resolves symlinks and, for pod-chosen paths with -tls-file-dirs set, requires the result under one of them. */
-async function resolveAllowed(file: string, src: FileSource, opts: TransportOptions): Promise<string> {
-  let real: string
+/** scheme://host:port of a Location header (relative ones resolve against the request), never its path or query. */
+export function redirectOrigin(location: string | undefined, requestUrl: string): string {
+  if (location === undefined || location === '') return 'no Location'
   try {
-    real = await realpath(file)
-  } catch (err) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(file)} cannot be read in the provider pod (${fsCode(err)})`,
-    )
+    const url = new URL(location, requestUrl)
+    const port = url.port || (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '')
+    return q(`${url.protocol}//${url.hostname}${port ? `:${port}` : ''}`, MAX_ORIGIN_CHARS)
+  } catch {
+    return 'an unreadable Location'
   }
-  if (src.podChosen && opts.tlsFileDirs.length > 0 && !opts.tlsFileDirs.some((dir) => real.startsWith(dir))) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(file)} is outside the directories the provider reads TLS files from ` +
-        `(-tls-file-dirs: ${opts.tlsFileDirs.map((d) => q(d)).join(', ')}); mount the file there`,
-    )
-  }
-  return real
 }
 
-/** Errors of files found over the cap, possibly after reading cap+1 bytes of them (see readCaDirectory). */
-const TOO_LARGE = new WeakSet<Error>()
+export interface VaultTransportOptions extends TransportOptions {
+  /** -max-vault-response-size: no answer body is read past this. */
+  maxResponseBytes: number
+  /** Told about every call (metrics, the CLI's timings). */
+  observer?: VaultObserver
+}
+
+/** One HTTP call to Vault. */
+export interface VaultCall {
+  method: string
+  /** API path after `/v1/`, already encoded, with its query (`secret/data/app?version=2`). */
+  path: string
+  /** X-Vault-Token; none for login and sys/health. */
+  token?: string
+  /** X-Vault-Namespace. */
+  namespace?: string
+  /** Sent as JSON. */
+  body?: unknown
+  /** The whole call, connection to last byte. */
+  timeoutMs: number
+  /** The caller gave up: the call ends at once with VaultCallAborted. */
+  signal?: AbortSignal
+  /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
+  maxResponseBytes?: number
+  /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
+  anyStatus?: boolean
+  /** For the observer; derived from method and path when absent. */
+  operation?: VaultOperation
+}
+
+export interface VaultAnswer {
+  status: number
+  /** JSON when it parses (BOM stripped), else the text; '' for no body. */
+  body: unknown
+  /** The Date header (doctor's clock check). */
+  date?: string
+}
+
+/** Like axios did: JSON when it parses (BOM stripped), else the text; '' for no body. */
+function parseBody(buf: Buffer): unknown {
+  let text = buf.toString('utf8')
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+  if (text === '') return ''
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+const KIND_OF_CODE: Readonly<Record<string, ConnectionFailureKind>> = {
+  ECONNREFUSED: 'refused',
+  // A unix socket that is not there (the Vault Agent is not running).
+  ENOENT: 'refused',
+  ECONNRESET: 'reset',
+  EPIPE: 'reset',
+  ETIMEDOUT: 'timeout',
+  UND_ERR_CONNECT_TIMEOUT: 'timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'timeout',
+  UND_ERR_BODY_TIMEOUT: 'timeout',
+  ENOTFOUND: 'dns',
+  EAI_AGAIN: 'dns',
+  EHOSTUNREACH: 'unreachable',
+  ENETUNREACH: 'unreachable',
+  ENETDOWN: 'unreachable',
+}
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/** A socket, TLS or undici failure as a typed connection error; `answering` once the headers had come. */
+function connectionError(err: unknown, answering: boolean): VaultConnectionError {
+  let code = codeOf(err)
+  // undici reports a closed socket as UND_ERR_SOCKET, with the system error (if any) as its cause.
+  if (code === 'UND_ERR_SOCKET') code = codeOf((err as { cause?: unknown }).cause) ?? 'ECONNRESET'
+  if (code === undefined) return new VaultConnectionError('other', 'error', 'the connection failed')
+  if (isTlsErrorCode(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) {
+    return new VaultConnectionError('tls', code, `TLS failed (${code})`)
+  }
+  const kind = KIND_OF_CODE[code] ?? 'other'
+  if (answering && (kind === 'reset' || kind === 'other')) {
+    return new VaultConnectionError('truncated', code, `the answer was cut short (${code})`)
+  }
+  return new VaultConnectionError(kind, code, `connection failed (${code})`)
+}
+
+const TIMED_OUT = Symbol('timed out')
+
+/** What the Vault layer needs of a transport (a fake one in unit tests). */
+export interface VaultCaller {
+  readonly address: string
+  call(c: VaultCall): Promise<VaultAnswer>
+}
+
+export class VaultTransport implements VaultCaller {
+  readonly address: string
+  private readonly pool: Pool
+  private readonly opts: VaultTransportOptions
+
+  private constructor(address: string, pool: Pool, opts: VaultTransportOptions) {
+    this.address = address
+    this.pool = pool
+    this.opts = opts
+  }
+
+  /** Reads the TLS files (capped, see tls-files.ts) and builds the connection pool; nothing connects yet. */
+  static async create(conn: VaultConnection, opts: VaultTransportOptions): Promise<VaultTransport> {
+    const address = conn.address
+    if (address.startsWith('unix://')) {
+      const socketPath = address.slice('unix://'.length)
+      const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN)
+      return new VaultTransport(address, newPool(UNIX_PLACEHOLDER_ORIGIN, connect), opts)
+    }
+    const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
+    const connect = guardedConnector(address, tls ?? {}, opts, address)
+    return new VaultTransport(address, newPool(address, connect), opts)
+  }
+
+  /** Closes the pool's connections (in-flight calls fail). */
+  async close(): Promise<void> {
+    await this.pool.destroy().catch(() => undefined)
+  }
+
+  /** One call, reported to the observer whatever its outcome. */
+  async call(c: VaultCall): Promise<VaultAnswer> {
+    const observer = this.opts.observer
+    if (!observer) return this.send(c)
+    const started = process.hrtime.bigint()
+    const report = (ok: boolean, status: number | undefined): void => {
+      const event: VaultCallEvent = {
+        operation: c.operation ?? operationOfCall(c.method, c.path),
+        ok,
+        status,
+        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+        description: `${c.method.toUpperCase()} ${c.path}`,
+      }
+      try {
+        observer.vaultCall(event)
+      } catch {
+        // Instrumentation never fails a call.
+      }
+    }
+    try {
+      const answer = await this.send(c)
+      const ok = answer.status === 200 || answer.status === 204
+      report(ok, ok ? undefined : answer.status)
+      return answer
+    } catch (err) {
+      report(false, err instanceof VaultHttpError ? err.status : undefined)
+      throw err
+    }
+  }
+
+  private async send(c: VaultCall): Promise<VaultAnswer> {
+    const flagMax = this.opts.maxResponseBytes
+    const max = c.maxResponseBytes !== undefined && c.maxResponseBytes < flagMax ? c.maxResponseBytes : flagMax
+    const tooLarge = (): ProviderError =>
+      new ProviderError(
+        'VAULT_RESPONSE_TOO_LARGE',
+        max === flagMax
+          ? `Vault's answer is larger than ${max} bytes (-max-vault-response-size); it was not read further`
+          : `Vault's answer is larger than ${max} bytes, the most a token answer (login, renewal) may be ` +
+              `(secrets are limited by -max-vault-response-size); it was not read further`,
+      )
+    if (c.signal?.aborted) throw new VaultCallAborted()
+    const controller = new AbortController()
+    const onCallerGone = (): void => controller.abort()
+    c.signal?.addEventListener('abort', onCallerGone, { once: true })
+    const timer = setTimeout(() => controller.abort(TIMED_OUT), Math.max(1, c.timeoutMs))
+    const headers: Record<string, string> = { accept: 'application/json' }
+    if (c.token !== undefined && c.token !== '') headers['x-vault-token'] = c.token
+    if (c.namespace !== undefined && c.namespace !== '') headers['x-vault-namespace'] = c.namespace
+    let payload: string | undefined
+    if (c.body !== undefined) {
+      payload = JSON.stringify(c.body)
+      headers['content-type'] = 'application/json'
+    }
+    const failed = (err: unknown, answering: boolean): unknown => {
+      if (controller.signal.reason === TIMED_OUT) {
+        return new VaultConnectionError('timeout', 'ETIMEDOUT', `no answer within ${c.timeoutMs} ms`)
+      }
+      if (c.signal?.aborted) return new VaultCallAborted()
+      if (err instanceof ProviderError) return err
+      return connectionError(err, answering)
+    }
+    const path = `/v1/${c.path.replace(/^\/+/, '')}`
+    try {
+      let res
+      try {
+        res = await this.pool.request({
+          path,
+          method: c.method as 'GET',
+          headers,
+          body: payload,
+          signal: controller.signal,
+          // The whole call has one limit (the timer above), not one per phase.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        })
+      } catch (err) {
+        throw failed(err, false)
+      }
+      const status = res.statusCode
+      const body = res.body as Readable
+      // Closing the answer early closes its connection: nothing more of it is read.
+      const discard = (): void => {
+        body.on('error', () => undefined)
+        body.destroy()
+      }
+      if (REDIRECT_STATUSES.has(status)) {
+        discard()
+        const location = res.headers.location
+        throw new ProviderError(
+          'VAULT_REDIRECT_REFUSED',
+          `Vault answered ${status} with a redirect to ${redirectOrigin(
+            Array.isArray(location) ? location[0] : location,
+            `${this.address}${path}`,
+          )}; the provider never follows redirects, so nothing was sent there: set vaultAddress (or -vault-addr) ` +
+            'to the active Vault node or to a load balancer in front of the cluster',
+        )
+      }
+      const isError = status >= 400
+      const declared = Number(res.headers['content-length'])
+      if (!isError && Number.isFinite(declared) && declared > max) {
+        discard()
+        throw tooLarge()
+      }
+      const chunks: Buffer[] = []
+      let size = 0
+      let cut = false
+      try {
+        for await (const chunk of body as AsyncIterable<Buffer>) {
+          size += chunk.length
+          if (isError && size > MAX_ERROR_BODY_BYTES) {
+            // The status is what classifies the failure; the text is not worth reading on.
+            cut = true
+            break
+          }
+          if (size > max) {
+            discard()
+            throw tooLarge()
+          }
+          chunks.push(chunk)
+        }
+      } catch (err) {
+        if (err instanceof ProviderError) throw err
+        throw failed(err, true)
+      }
+      if (cut) discard()
+      const parsed = cut
+        ? { errors: [`(Vault's error text is longer than ${MAX_ERROR_BODY_BYTES} bytes and was not read)`] }
+        : parseBody(Buffer.concat(chunks))
+      const date = res.headers.date
+      const answer: VaultAnswer = { status, body: parsed, date: typeof date === 'string' ? date : undefined }
+      // Vault answers 200 or 204; any other status (206, 299, ...) is not an answer to use.
+      if (c.anyStatus === true || status === 200 || status === 204) return answer
+      throw new VaultHttpError(status, vaultErrorsOf(parsed), parseRetryAfter(res.headers['retry-after']))
+    } finally {
+      clearTimeout(timer)
+      c.signal?.removeEventListener('abort', onCallerGone)
+    }
+  }
+}
+
+function newPool(origin: string, connect: buildConnector.connector): Pool {
+  return new Pool(origin, {
+    connections: MAX_SOCKETS_PER_VAULT,
+    connect,
+  })
+}
 
 /**
- * Reads a regular file of at most `cap` bytes: stat before opening (a device,
- * FIFO or directory is never opened), O_NONBLOCK in case it was swapped for a
- * FIFO meanwhile, fstat on the open descriptor, and never more than cap+1
- * bytes read whatever the file claims.
+ * undici's connector with a check in front: every new connection goes to
+ * the transport's own host and port only, and only while the allow-list
+ * admits the address. Redirects are never followed; this holds even if some
+ * code path tried.
  */
-async function readCapped(real: string, shown: string, src: FileSource, cap: number): Promise<Buffer> {
-  const notRegular = (): ProviderError =>
-    new ProviderError('BAD_PARAMETER', `${src.name} ${q(shown)} is not a regular file`)
-  const tooLarge = (): ProviderError => {
-    const err = new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(shown)} is larger than ${cap} bytes (-max-tls-file-size)`,
-    )
-    TOO_LARGE.add(err)
-    return err
-  }
-  let st
-  try {
-    st = await stat(real)
-  } catch (err) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(shown)} cannot be read in the provider pod (${fsCode(err)})`,
-    )
-  }
-  if (!st.isFile()) throw notRegular()
-  if (st.size > cap) throw tooLarge()
-  let fh
-  try {
-    fh = await open(real, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY)
-  } catch (err) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(shown)} cannot be read in the provider pod (${fsCode(err)})`,
-    )
-  }
-  try {
-    const opened = await fh.stat()
-    if (!opened.isFile()) throw notRegular()
-    if (opened.size > cap) throw tooLarge()
-    // procfs and sysfs files report size 0 and still have content: read to the cap, not to the size.
-    const buf = Buffer.alloc(cap + 1)
-    let length = 0
-    while (length < buf.length) {
-      const { bytesRead } = await fh.read(buf, length, buf.length - length, null)
-      if (bytesRead === 0) break
-      length += bytesRead
-    }
-    if (length > cap) throw tooLarge()
-    return buf.subarray(0, length)
-  } catch (err) {
-    if (err instanceof ProviderError) throw err
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(shown)} cannot be read in the provider pod (${fsCode(err)})`,
-    )
-  } finally {
-    await fh.close()
-  }
-}
-
-async function readTlsFile(file: string, src: FileSource, opts: TransportOptions): Promise<Buffer> {
-  const real = await resolveAllowed(file, src, opts)
-  return readCapped(real, file, src, opts.maxTlsFileBytes)
-}
-
-/**
- * The certificates of a CA directory: the first MAX_CA_DIRECTORY_ENTRIES
- * entries listed (never the whole of a huge directory), regular files only,
- * each and all together within -max-tls-file-size. Entries that are not
- * usable are skipped; a directory with none usable is an error.
- */
-async function readCaDirectory(dir: string, src: FileSource, opts: TransportOptions): Promise<Buffer[]> {
-  const realDir = await resolveAllowed(dir, src, opts)
-  const names: string[] = []
-  let handle
-  try {
-    handle = await opendir(realDir)
-    for (;;) {
-      const entry = await handle.read()
-      if (entry === null || names.length >= MAX_CA_DIRECTORY_ENTRIES) break
-      if (!entry.name.startsWith('.')) names.push(entry.name)
-    }
-  } catch (err) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(dir)} cannot be read in the provider pod (${fsCode(err)})`,
-    )
-  } finally {
-    await handle?.close().catch(() => undefined)
-  }
-  const pems: Buffer[] = []
-  let total = 0
-  for (const name of names.sort()) {
-    const file = path.join(realDir, name)
-    const content = await (async () => {
-      // Each entry passes the same checks as a single file (symlinks resolved, -tls-file-dirs, regular, capped).
-      const real = await resolveAllowed(file, src, opts)
-      return readCapped(real, file, src, opts.maxTlsFileBytes - total)
-    })().catch((err: unknown) => {
-      // Possibly read up to the cap before it was found too large (procfs files claim size 0): that ends the scan.
-      if (err instanceof Error && TOO_LARGE.has(err)) total = opts.maxTlsFileBytes
-      return undefined
-    })
-    if (!content) {
-      if (total >= opts.maxTlsFileBytes) break
-      continue
-    }
-    // Everything read counts, certificate or not: a directory of junk costs no more than the cap.
-    total += content.length
-    if (content.includes('-----BEGIN CERTIFICATE-----')) pems.push(content)
-    if (total >= opts.maxTlsFileBytes) break
-  }
-  if (pems.length === 0) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${src.name} ${q(dir)} holds no readable PEM certificate file among its first ${MAX_CA_DIRECTORY_ENTRIES} ` +
-        `entries (regular files within ${opts.maxTlsFileBytes} bytes in total, -max-tls-file-size)`,
-    )
-  }
-  return pems
-}
-
-type ConnectionFactory = (options: net.NetConnectOpts & { host?: string; port?: number }, cb: unknown) => unknown
-
-/**
- * Every new connection of the agent is checked before it is opened: to the
- * transport's own host and port only, and only while the allow-list admits
- * the address. Redirects are never followed (vault/http.ts); this holds even
- * if some code path tried.
- */
-function guardConnections(agent: http.Agent, address: string, opts: TransportOptions): void {
-  const url = new URL(address)
+export function guardedConnector(
+  address: string,
+  options: { socketPath?: string } & Partial<TlsMaterial>,
+  opts: TransportOptions,
+  origin: string,
+): buildConnector.connector {
+  const url = new URL(origin)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
-  const target = agent as unknown as { createConnection: ConnectionFactory }
-  const original = target.createConnection.bind(agent)
-  target.createConnection = (options, cb) => {
-    const wantHost = String(options.host ?? '').replace(/^\[|\]$/g, '')
+  const inner = buildConnector({ ...options, keepAlive: true } as buildConnector.BuildOptions)
+  return (connectOptions, callback) => {
+    const wantHost = String(connectOptions.hostname ?? '').replace(/^\[|\]$/g, '')
+    const wantPort = Number(connectOptions.port || (connectOptions.protocol === 'https:' ? 443 : 80))
     const refused =
-      wantHost !== host || Number(options.port) !== port
-        ? `a connection to ${q(`${wantHost}:${String(options.port)}`)} is not the transport's Vault address ${q(address)}`
+      wantHost !== host || wantPort !== port
+        ? `a connection to ${q(`${wantHost}:${String(wantPort)}`)} is not the transport's Vault address ${q(address)}`
         : opts.allowlist && !opts.allowlist.allows(address)
           ? `Vault address ${q(address)} is not in the provider's -vault-addr-allowlist`
           : undefined
     if (refused !== undefined) {
       const err = new ProviderError('VAULT_ADDRESS_NOT_ALLOWED', `${refused}; nothing was sent`)
-      process.nextTick(() => (cb as (e: Error) => void)(err))
-      return undefined
+      queueMicrotask(() => callback(err, null))
+      return
     }
-    return original(options, cb)
+    inner(connectOptions, callback)
   }
 }
 
-export async function createTransport(
-  conn: VaultConnection,
-  opts: TransportOptions = DEFAULT_TRANSPORT_OPTIONS,
-): Promise<Transport> {
-  if (conn.address.startsWith('unix://')) {
-    const socketPath = conn.address.slice('unix://'.length)
-    const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS_PER_VAULT })
-    // http.Agent opens TCP by default; route every connection to the socket.
-    ;(agent as unknown as { createConnection: () => net.Socket }).createConnection = () =>
-      net.createConnection({ path: socketPath })
-    return { endpoint: UNIX_PLACEHOLDER_ENDPOINT, httpAgent: agent }
-  }
-  if (conn.address.startsWith('http://')) {
-    const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS_PER_VAULT })
-    guardConnections(agent, conn.address, opts)
-    return { endpoint: conn.address, httpAgent: agent }
-  }
-  const t = conn.tls
-  const ca: Buffer[] = []
-  if (t.caCertPath) ca.push(await readTlsFile(t.caCertPath, sourceOf('caCertPath', t.caCertPath, opts), opts))
-  if (t.caDirectory)
-    ca.push(...(await readCaDirectory(t.caDirectory, sourceOf('caDirectory', t.caDirectory, opts), opts)))
-  const options: https.AgentOptions = {
-    keepAlive: true,
-    maxSockets: MAX_SOCKETS_PER_VAULT,
-    rejectUnauthorized: !t.skipVerify,
-  }
-  if (ca.length > 0) options.ca = ca
-  if (t.serverName) options.servername = t.serverName
-  if (t.clientCertPath && t.clientKeyPath) {
-    options.cert = await readTlsFile(t.clientCertPath, sourceOf('clientCertPath', t.clientCertPath, opts), opts)
-    options.key = await readTlsFile(t.clientKeyPath, sourceOf('clientKeyPath', t.clientKeyPath, opts), opts)
-  }
-  const agent = new https.Agent(options)
-  guardConnections(agent, conn.address, opts)
-  return { endpoint: conn.address, httpsAgent: agent }
+export function defaultTransportOptions(maxResponseBytes: number): VaultTransportOptions {
+  return { ...DEFAULT_TRANSPORT_OPTIONS, maxResponseBytes }
 }
 
-export function destroyTransport(t: Transport): void {
-  t.httpAgent?.destroy()
-  t.httpsAgent?.destroy()
+/** Where sessions and the breaker's probes get the transport of a connection. */
+export interface TransportSource {
+  get(conn: VaultConnection): Promise<VaultCaller>
+}
+
+export const MAX_TRANSPORTS = 64
+
+/**
+ * The transports of the process, one per Vault address and TLS settings,
+ * bounded: the least recently used is closed when a new one needs room.
+ */
+export class TransportRegistry implements TransportSource {
+  private readonly opts: VaultTransportOptions
+  private readonly transports: LRUCache<string, Promise<VaultTransport>>
+
+  constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS) {
+    this.opts = opts
+    this.transports = new LRUCache<string, Promise<VaultTransport>>({
+      max,
+      dispose: (p) => {
+        p.then(
+          (t) => t.close(),
+          () => undefined,
+        )
+      },
+    })
+  }
+
+  get(conn: VaultConnection): Promise<VaultTransport> {
+    const key = connectionKey(conn)
+    let t = this.transports.get(key)
+    if (!t) {
+      t = VaultTransport.create(conn, this.opts)
+      // A failed set-up (unreadable CA file) must not stay cached.
+      t.catch(() => this.transports.delete(key))
+      this.transports.set(key, t)
+    }
+    return t
+  }
+
+  close(): void {
+    this.transports.clear()
+  }
 }

@@ -1,15 +1,84 @@
 // What the provider costs Vault: one login per identity, token renewal,
 // reuse of leased and issued secrets per pod, coalesced reads, revocation of
 // idle identities. Counted from OpenBao's own audit log.
+//
+// Nothing here waits for time to pass. What depends on the provider's clock (a token's
+// renewal point, an identity's idle time, a lease's renewal point) runs the provider's own
+// Vault layer in this process on an injected clock, against the real OpenBao: the clock
+// moves, OpenBao answers as it would, and its audit log shows what the provider did. The
+// rules themselves are pinned down by the unit tests (session, pool, secret cache).
 import { X509Certificate } from 'node:crypto'
-import t from 'tap'
-import { DEFAULT_POLICY, Fixture, JWT_MOUNT } from '../support/fixture.js'
-import { createJwtRole } from '../support/jwt.js'
+import { Writable } from 'node:stream'
+import t, { type Test } from 'tap'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../src/config/config.js'
+import { ephemeralKey } from '../../src/hmac/hmac-key.js'
+import { runMount, type MountResult } from '../../src/mount/mount.js'
+import { createLogger } from '../../src/observability/logger.js'
+import type { MountSpec, SecretObject } from '../../src/request/types.js'
+import { Deadline } from '../../src/util/deadline.js'
+import { SessionPool } from '../../src/vault/pool.js'
+import { TransportRegistry, defaultTransportOptions } from '../../src/vault/transport.js'
+import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
+import { createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
+import { ManualTime } from '../support/manual-time.js'
 import { configurePki } from '../support/pki.js'
 import { configurePostgresSecretsEngine, startPostgres } from '../support/postgres.js'
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+/** The provider's Vault layer in this process, on a manual clock, talking to the fixture's OpenBao. */
+function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
+  const time = new ManualTime(Date.now())
+  const transports = new TransportRegistry(defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+  const pool = new SessionPool({
+    maxSessions: 100,
+    scope: 'pod',
+    staticFreshnessMs: 0,
+    shareDynamic: false,
+    idleRevokeMs,
+    // The test moves the clock and sweeps itself.
+    autoSweep: false,
+    logger: createLogger('error', new Writable({ write: (_c, _e, cb) => cb() })),
+    transports,
+    clock: time.clock,
+    timers: time,
+  })
+  t.teardown(() => {
+    pool.close()
+    transports.close()
+  })
+  const mount = (
+    pod: { name: string; uid: string },
+    roleName: string,
+    objects: Array<Partial<SecretObject> & Pick<SecretObject, 'objectName' | 'secretPath'>>,
+  ): Promise<MountResult> => {
+    const identity = { namespace: 'default', serviceAccount: 'app', ...pod }
+    const token = signServiceAccountJwt({
+      namespace: identity.namespace,
+      serviceAccount: identity.serviceAccount,
+      podName: pod.name,
+      podUid: pod.uid,
+      audience: 'vault',
+    })
+    fx.issuedJwts.push(token)
+    const spec: MountSpec = {
+      pod: identity,
+      secretProviderClass: 'test-spc',
+      roleName,
+      authMount: JWT_MOUNT,
+      audience: 'vault',
+      vault: { address: fx.bao.addr, tls: { skipVerify: false } },
+      objects: objects.map((o) => ({ query: [], method: 'GET', encoding: 'utf-8', config: {}, ...o })),
+      defaultMode: 0o644,
+      podTokens: new Map([['vault', { token }]]),
+    }
+    const deps = { pool, kube: undefined, hmacKey: ephemeralKey(), logger: createLogger('error'), now: time.clock }
+    return runMount(spec, deps, Deadline.in(30_000, undefined, time.clock))
+  }
+  return { time, pool, mount }
+}
+
+const fileOf = (r: MountResult, name: string): string =>
+  Buffer.from(r.objects.find((o) => o.id === name)?.files[0]?.contents ?? '').toString()
 
 type AuditEntry = { type?: string; request?: { path?: string; operation?: string } }
 
@@ -21,7 +90,7 @@ async function auditCount(fx: Fixture, file: string, match: (path: string) => bo
 const KV = [{ objectName: 'v', secretPath: 'secret/data/eco', secretKey: 'value' }]
 
 t.test('tokens: one login under 50 concurrent Mounts, renewal before expiry, revocation when idle', async (t) => {
-  const fx = await Fixture.start({ args: ['-identity-idle-timeout=12s'] })
+  const fx = await Fixture.start()
   t.teardown(() => fx.stop())
   const audit = await fx.bao.enableFileAudit()
   await fx.kvPut('eco', { value: 'economy-secret-9' })
@@ -38,26 +107,27 @@ t.test('tokens: one login under 50 concurrent Mounts, renewal before expiry, rev
     ttl: '12s',
     maxTtl: '120s',
   })
+  // The provider's clock moves, OpenBao's does not need to: past two thirds of the 12 s TTL the
+  // token in use is renewed, not replaced; after the idle time the identity is revoked.
+  const { time, pool, mount } = inProcess(t, fx, 10_000)
   const pod = { name: 'short-lived-token', uid: 'uid-short' }
-  const t0 = Date.now()
-  const first = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
-  t.ok(first.result.ok, first.result.message)
-  // The login happened between t0 and now: 8.3 s from now is past two thirds of its 12 s TTL and,
-  // unless that first Mount took over 3.7 s, before its end. The token in use is renewed, not replaced.
-  t.ok(Date.now() - t0 < 3700, 'the first Mount was quick enough for the timing below')
-  await sleep(8300)
-  const again = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
-  t.ok(again.result.ok, again.result.message)
+  const loginsBefore = await logins()
+  await mount(pod, 'short', KV)
+  t.equal(await logins(), loginsBefore + 1, 'logged in')
+  await time.advance(7_900)
+  await mount(pod, 'short', KV)
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/renew-self'), 0, 'not renewed before 2/3 of the TTL')
+  await time.advance(200)
+  await mount(pod, 'short', KV)
   t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/renew-self'), 1, 'renewed once')
-  t.equal(await logins(), 2, 'no new login for the renewed identity')
+  t.equal(await logins(), loginsBefore + 1, 'no new login for the renewed identity')
 
-  // Not seen for the idle time (12 s; the sweep runs every 3 s): revoked and forgotten. The busy
-  // pod's 1 h token is certainly revoked; the renewed 12 s one may have expired by itself first.
-  await sleep(16_000)
-  t.ok((await auditCount(fx, audit, (p) => p === 'auth/token/revoke-self')) >= 1, 'the idle live token revoked')
-  const later = await fx.mount({ pod, params: { objects: KV, roleName: 'short' } })
-  t.ok(later.result.ok, later.result.message)
-  t.equal(await logins(), 3, 'a new login after revocation')
+  // Not seen for the idle time (10 s, while the renewed token still lives): revoked in OpenBao, forgotten.
+  await time.advance(10_000)
+  t.equal(await pool.sweepIdle(), 1)
+  t.equal(await auditCount(fx, audit, (p) => p === 'auth/token/revoke-self'), 1, 'the idle live token revoked')
+  await mount(pod, 'short', KV)
+  t.equal(await logins(), loginsBefore + 2, 'a new login after revocation')
   t.same(findLeaks(await fx.provider.logs(), ['economy-secret-9', ...fx.issuedJwts]), [])
 })
 
@@ -137,10 +207,6 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
   const serial = (files: Map<string, { bytes: Buffer }>): string =>
     new X509Certificate(files.get('tls.crt')!.bytes).serialNumber
 
-  // Waits are measured from before the first Mount, so a slow machine only makes them longer:
-  // the lease (9 s TTL, 14 s max) is created after t0.
-  const t0 = Date.now()
-  const until = (ms: number): Promise<void> => sleep(Math.max(0, t0 + ms - Date.now()))
   const m1 = await fx.mount({ pod, params: { objects } })
   t.ok(m1.result.ok, m1.result.message)
   const m2 = await fx.mount({ pod, params: { objects } })
@@ -158,29 +224,30 @@ t.test('leased and issued secrets are reused per pod until their renewal point',
     m1.files.get('db-user')?.bytes.toString(),
     'another pod gets its own',
   )
+  t.equal(await auditCount(fx, audit, (p) => p === 'database/creds/app'), 2, 'pod 1 once, pod 2 once')
 
-  // Past two thirds of the lease (6 s of 9 s), and of the certificate's 6 s: the lease is renewed
-  // (same user, at least 3.5 s more granted), the certificate re-issued.
-  await until(6500)
-  const m3 = await fx.mount({ pod, params: { objects } })
-  t.ok(m3.result.ok, m3.result.message)
-  t.equal(
-    m3.files.get('db-user')?.bytes.toString(),
-    m1.files.get('db-user')?.bytes.toString(),
-    'lease renewed, same user',
-  )
-  t.not(serial(m3.files), serial(m1.files), 'certificate re-issued past two thirds of its validity')
-  t.ok((await auditCount(fx, audit, (p) => p === 'sys/leases/renew')) >= 1, 'the lease was renewed')
-
-  // Past the lease's max TTL (14 s): it cannot live on, a new credential is issued.
-  await until(14_500)
-  const m4 = await fx.mount({ pod, params: { objects } })
-  t.ok(m4.result.ok, m4.result.message)
-  t.not(m4.files.get('db-user')?.bytes.toString(), m1.files.get('db-user')?.bytes.toString(), 're-issued near max TTL')
+  // Time, through the provider's own clock (in this process): past two thirds of the lease
+  // (6 s of 9 s) and of the certificate's 6 s the lease is renewed (same user), the certificate
+  // re-issued; past the renewed lease's end, a new credential is issued.
+  const { time, mount } = inProcess(t, fx)
+  const inPod = { name: 'db-pod-3', uid: 'uid-db-3' }
+  const typed = objects.map((o) => ({ ...o, method: (o.method ?? 'GET') as 'GET' | 'PUT' }))
+  const certOf = (r: MountResult): string => new X509Certificate(fileOf(r, 'tls.crt')).serialNumber
+  const i1 = await mount(inPod, DEFAULT_ROLE, typed)
+  const i2 = await mount(inPod, DEFAULT_ROLE, typed)
+  t.same(i2.sources, { vault: 0, coalesced: 0, cache: 2, renewed: 0 }, 'both answers reused before their renewal point')
+  await time.advance(6_500)
+  const i3 = await mount(inPod, DEFAULT_ROLE, typed)
+  t.equal(fileOf(i3, 'db-user'), fileOf(i1, 'db-user'), 'lease renewed, same user')
+  t.not(certOf(i3), certOf(i1), 'certificate re-issued past two thirds of its validity')
+  t.equal(await auditCount(fx, audit, (p) => p === 'sys/leases/renew'), 1, 'the lease was renewed in OpenBao')
+  await time.advance(10_000)
+  const i4 = await mount(inPod, DEFAULT_ROLE, typed)
+  t.not(fileOf(i4, 'db-user'), fileOf(i1, 'db-user'), 'a new credential past the lease end')
   t.equal(
     await auditCount(fx, audit, (p) => p === 'database/creds/app'),
-    3,
-    'three credentials: pod 1 twice, pod 2 once',
+    4,
+    'four credentials: pod 1, pod 2, and twice the in-process pod',
   )
   t.same(findLeaks(await fx.provider.logs(), [m1.files.get('db-pass')!.bytes.toString(), ...fx.issuedJwts]), [])
 })

@@ -73,3 +73,37 @@ t.test('-kube-api-url with https reads ca.crt and the token from the service-acc
   t.equal(data?.get('key')?.length, 32)
   t.equal(auth[auth.length - 1], 'Bearer provider-token', 'the provider’s own token')
 })
+
+t.test("a call made for a Mount ends when the Mount's caller leaves (TokenRequest included)", async (t) => {
+  const http = await import('node:http')
+  let arrived!: () => void
+  const reached = new Promise<void>((r) => (arrived = r))
+  // An API server that never answers: only the caller's signal can end the call.
+  const server = http.createServer(() => arrived())
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((r) => server.close(() => r()))
+  })
+  const dir = await tempDirFor(t)
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  const client = await KubeClient.discover({ apiUrl: url, serviceAccountDir: dir, env: {} })
+  t.teardown(() => client?.close())
+  const { Deadline } = await import('../../../src/util/deadline.js')
+  const driver = new AbortController()
+  const pending = client!
+    .createPodToken('shop', 'web', {
+      audience: 'vault',
+      podName: 'web-0',
+      podUid: 'u',
+      expirationSeconds: 600,
+      deadline: Deadline.in(60_000, driver.signal),
+    })
+    .catch((e: unknown) => e)
+  await reached
+  driver.abort()
+  t.match(await pending, {
+    code: 'DEADLINE_EXCEEDED',
+    message: /^TokenRequest for service account shop\/web \(audience "vault"\): the driver cancelled the Mount/,
+  })
+})

@@ -1,41 +1,58 @@
+// The breaker with injected time: probes are scheduled on a manual clock, so nothing sleeps.
 import http from 'node:http'
 import t from 'tap'
-import { ProviderError } from '../../../src/errors.js'
+import type { ProviderError } from '../../../src/errors.js'
 import type { VaultConnection } from '../../../src/request/types.js'
-import { BreakerRegistry, failureKind, probeHealth, type ProbeOutcome } from '../../../src/vault/breaker.js'
+import { Deadline } from '../../../src/util/deadline.js'
+import {
+  BreakerRegistry,
+  failureKind,
+  probeHealth,
+  probeOutcome,
+  type ProbeOutcome,
+} from '../../../src/vault/breaker.js'
+import { VaultConnectionError, VaultHttpError } from '../../../src/vault/call-errors.js'
+import { withRetry } from '../../../src/vault/retry.js'
+import { ManualTime } from '../../support/manual-time.js'
 
 const conn: VaultConnection = { address: 'https://vault.example:8200', tls: { skipVerify: false } }
-const refused = Object.assign(new Error('x'), { code: 'ECONNREFUSED' })
-const sealed = { response: { statusCode: 503, body: { errors: ['Vault is sealed'] } } }
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const refused = new VaultConnectionError('refused', 'ECONNREFUSED', 'connection failed (ECONNREFUSED)')
+const sealed = new VaultHttpError(503, ['Vault is sealed'])
 
 t.test('failure kinds', async (t) => {
   t.same(failureKind(refused), { kind: 'unreachable', cause: 'connection failed (ECONNREFUSED)' })
-  t.same(failureKind(Object.assign(new Error(), { code: 'ECONNABORTED' })), {
+  t.same(failureKind(new VaultConnectionError('timeout', 'ETIMEDOUT', 'x')), {
     kind: 'unreachable',
     cause: 'no answer in time',
   })
   t.equal(failureKind(sealed)?.kind, 'sealed')
-  t.equal(failureKind({ response: { statusCode: 502 } })?.kind, 'unreachable')
-  t.equal(failureKind({ response: { statusCode: 500 } }), undefined, 'Vault answered: it is up')
-  t.equal(failureKind({ response: { statusCode: 403 } }), undefined)
-  t.equal(failureKind(Object.assign(new Error(), { code: 'CERT_HAS_EXPIRED' })), undefined, 'TLS is configuration')
+  t.same(failureKind(new VaultHttpError(503, [])), { kind: 'unreachable', cause: 'Vault answered 503' })
+  t.equal(failureKind(new VaultHttpError(502, []))?.kind, 'unreachable')
+  t.equal(failureKind(new VaultHttpError(500, [])), undefined, 'Vault answered: it is up')
+  t.equal(failureKind(new VaultHttpError(403, [])), undefined)
+  t.equal(failureKind(new VaultConnectionError('tls', 'CERT_HAS_EXPIRED', 'x')), undefined, 'TLS is configuration')
+  t.equal(failureKind({ response: { statusCode: 503 } }), undefined, 'no library error shape is read')
 })
 
 t.test('opens after repeated failures, fails fast saying since when, closes on a healthy probe', async (t) => {
+  const time = new ManualTime()
   let healthy = false
   let probes = 0
   let concurrent = 0
   let maxConcurrent = 0
+  let release: (() => void) | undefined
   const probe = async (): Promise<ProbeOutcome> => {
     probes++
     concurrent++
     maxConcurrent = Math.max(maxConcurrent, concurrent)
-    await sleep(5)
+    await new Promise<void>((r) => (release = r))
     concurrent--
     return healthy ? { healthy: true } : { healthy: false, sealed: false, cause: 'connection failed (ECONNREFUSED)' }
   }
-  const b = new BreakerRegistry({ failureThreshold: 3, coolDownMs: 20, probeIntervalMs: 20 }, probe)
+  const b = new BreakerRegistry({ failureThreshold: 3, coolDownMs: 20, probeIntervalMs: 20 }, probe, undefined, {
+    clock: time.clock,
+    timers: time,
+  })
   t.teardown(() => b.close())
   b.recordFailure(conn, refused)
   b.recordFailure(conn, refused)
@@ -50,42 +67,70 @@ t.test('opens after repeated failures, fails fast saying since when, closes on a
   t.equal(err.code, 'VAULT_UNAVAILABLE')
   t.match(
     err.message,
-    /Vault at "https:\/\/vault\.example:8200" has been unreachable since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(last: connection failed \(ECONNREFUSED\)\)/,
+    /Vault at "https:\/\/vault\.example:8200" has been unreachable since 2023-11-14T22:13:20Z \(last: connection failed \(ECONNREFUSED\)\)/,
   )
-  await sleep(120)
-  t.ok(probes >= 2, `probed ${probes} times while open`)
+  t.equal(probes, 0, 'no probe before the cool-down')
+  await time.advance(20)
+  t.equal(probes, 1, 'the first probe after the cool-down')
+  await time.advance(100)
+  t.equal(probes, 1, 'no second probe while one is running')
+  release!()
+  await time.advance(20)
+  t.equal(probes, 2, 'probed again after the interval')
   t.equal(maxConcurrent, 1, 'one probe at a time')
   healthy = true
-  await sleep(80)
+  release!()
+  await time.advance(20)
+  release!()
+  await time.advance(0)
   t.notOk(b.isOpen(conn.address), 'closed after a healthy probe')
   t.doesNotThrow(() => b.admit(conn))
 })
 
-t.test('sealed opens at once; suspect() lets a probe decide', async (t) => {
-  const b = new BreakerRegistry({ coolDownMs: 10_000 }, async () => ({
-    healthy: false,
-    sealed: true,
-    cause: 'Vault is sealed (503)',
-  }))
+t.test('sealed opens at once', async (t) => {
+  const time = new ManualTime()
+  const b = new BreakerRegistry(
+    { coolDownMs: 10_000 },
+    async () => ({ healthy: false, sealed: true, cause: 'Vault is sealed (503)' }),
+    undefined,
+    { clock: time.clock, timers: time },
+  )
   t.teardown(() => b.close())
   b.recordFailure(conn, sealed)
   t.throws(() => b.admit(conn), /has been sealed since/)
+})
 
-  const other: VaultConnection = { ...conn, address: 'https://other:8200' }
-  const fine = new BreakerRegistry({ failureThreshold: 1 }, async () => ({ healthy: true }))
-  t.teardown(() => fine.close())
-  fine.suspect(other)
-  await sleep(20)
-  t.notOk(fine.isOpen(other.address), 'a healthy probe clears a suspicion (e.g. a TLS misconfiguration elsewhere)')
-  const down = new BreakerRegistry({ failureThreshold: 1 }, async () => ({
-    healthy: false,
-    sealed: false,
-    cause: 'no answer in time',
-  }))
-  t.teardown(() => down.close())
-  down.suspect(other)
-  await sleep(20)
-  t.ok(down.isOpen(other.address))
+t.test('as a layer around a call: counts the first failure of each call, stops retries once open', async (t) => {
+  const time = new ManualTime()
+  const b = new BreakerRegistry(
+    { failureThreshold: 2, coolDownMs: 60_000 },
+    async () => ({ healthy: true }),
+    undefined,
+    {
+      clock: time.clock,
+      timers: time,
+    },
+  )
+  t.teardown(() => b.close())
+  let attempts = 0
+  const call = (): Promise<unknown> =>
+    withRetry(
+      async () => {
+        attempts++
+        throw refused
+      },
+      Deadline.in(60_000),
+      { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0 },
+      b.hooks(conn),
+      async () => undefined,
+    )
+  await t.rejects(call(), refused)
+  t.equal(attempts, 5, 'a closed address: every attempt made')
+  t.notOk(b.isOpen(conn.address), 'one call counts once')
+  attempts = 0
+  const second = (await call().catch((e: unknown) => e)) as ProviderError
+  t.equal(second.code, 'VAULT_UNAVAILABLE', 'the second call opened the address: the retry failed fast')
+  t.equal(attempts, 1)
 })
 
 t.test('bounded', async (t) => {
@@ -95,11 +140,36 @@ t.test('bounded', async (t) => {
   t.ok(b.size <= 3)
 })
 
-t.test('probeHealth: a TLS problem is configuration, not an outage', async (t) => {
-  // https:// to a plain HTTP server: the TLS handshake fails (EPROTO), yet something answered.
+t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t) => {
+  t.same(probeOutcome({ reachable: true, healthy: true, status: 200, detail: '', durationMs: 0 }), { healthy: true })
+  t.same(probeOutcome({ reachable: true, healthy: false, status: 503, detail: '', durationMs: 0 }), {
+    healthy: false,
+    sealed: true,
+    cause: 'Vault is sealed (503)',
+  })
+  t.same(probeOutcome({ reachable: true, healthy: false, status: 472, detail: '', durationMs: 0 }), {
+    healthy: false,
+    sealed: false,
+    cause: 'sys/health answered 472',
+  })
+  t.same(
+    probeOutcome({
+      reachable: false,
+      healthy: false,
+      errorKind: 'tls',
+      errorCode: 'EPROTO',
+      detail: '',
+      durationMs: 0,
+    }),
+    { healthy: true },
+  )
+  // https:// to a plain HTTP server: the TLS handshake fails, yet something answered.
   const server = http.createServer((_req, res) => res.end('{}'))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((r) => server.close(() => r()))
+  })
   const port = (server.address() as { port: number }).port
   const tlsMismatch = await probeHealth({ address: `https://127.0.0.1:${port}`, tls: { skipVerify: false } }, 2000)
   t.same(tlsMismatch, { healthy: true }, 'reachable: the problem is configuration')

@@ -1,185 +1,98 @@
-// The HTTP layer under node-vault against local HTTP servers: a real Vault cannot be
-// made to redirect or to stream an endless body, which is what these cases need.
+// node-vault's request layer: every call goes through the Vault transport, and nothing of the
+// provider's own environment (VAULT_TOKEN, VAULT_NAMESPACE, VAULT_PREFIX, VAULT_ADDR) reaches a
+// pod's call: a pod must never borrow the provider's identity. Against a real HTTP server.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import t, { type Test } from 'tap'
-import type { ProviderError } from '../../../src/errors.js'
-import {
-  MAX_ERROR_BODY_BYTES,
-  MAX_TOKEN_ANSWER_BYTES,
-  createVaultRequester,
-  redirectOrigin,
-} from '../../../src/vault/http.js'
+import { Writable } from 'node:stream'
+import nodeVault from 'node-vault'
+import t from 'tap'
+import { createLogger } from '../../../src/observability/logger.js'
+import { Deadline } from '../../../src/util/deadline.js'
+import { createVaultRequester } from '../../../src/vault/http.js'
+import { VaultSession } from '../../../src/vault/session.js'
+import { VaultTransport, defaultTransportOptions } from '../../../src/vault/transport.js'
 
-interface Seen {
-  url: string
-  headers: http.IncomingHttpHeaders
-}
+const PROVIDER_TOKEN = 'hvs.PROVIDER-OWN-TOKEN-never-sent'
+const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
 
-async function server(
-  t: Test,
-  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
-): Promise<{ url: string; seen: Seen[] }> {
-  const seen: Seen[] = []
-  const s = http.createServer((req, res) => {
-    seen.push({ url: req.url ?? '', headers: req.headers })
-    handler(req, res)
-  })
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()))
-  t.teardown(() => new Promise<void>((r) => s.close(() => r())))
-  s.unref()
-  return { url: `http://127.0.0.1:${(s.address() as AddressInfo).port}`, seen }
-}
-
-const MAX = 64 * 1024
-
-t.test('JSON answers pass through; non-JSON as text; empty as ""', async (t) => {
-  const { url } = await server(t, (req, res) => {
-    if (req.url === '/json') res.writeHead(200, { 'content-type': 'application/json' }).end('\uFEFF{"a":1}')
-    else if (req.url === '/text') res.writeHead(500).end('oops')
-    else res.writeHead(204).end()
-  })
-  const send = createVaultRequester({ maxResponseBytes: MAX })
-  t.same(await send({ uri: `${url}/json`, method: 'GET' }), {
-    statusCode: 200,
-    body: { a: 1 },
-    request: { path: '/json' },
-  })
-  t.same((await send({ uri: `${url}/text`, method: 'GET' })).body, 'oops')
-  t.same((await send({ uri: `${url}/none`, method: 'GET' })).body, '')
-})
-
-t.test('a redirect is refused and never followed; the token never reaches the target', async (t) => {
-  const target = await server(t, (_req, res) => res.writeHead(200).end('{}'))
-  for (const status of [301, 302, 303, 307, 308]) {
-    const front = await server(t, (_req, res) =>
-      res.writeHead(status, { location: `${target.url}/v1/secret/x?token=abc` }).end(),
-    )
-    const send = createVaultRequester({ maxResponseBytes: MAX })
-    const err = (await send({
-      uri: `${front.url}/v1/auth/jwt/login`,
-      method: 'POST',
-      headers: { 'X-Vault-Token': 'hvs.secret-token-value' },
-      json: { jwt: 'x', role: 'r' },
-    }).catch((e) => e)) as ProviderError
-    t.equal(err.code, 'VAULT_REDIRECT_REFUSED', `${status}`)
-    t.match(err.message, new RegExp(`answered ${status} with a redirect to "${target.url}"; .*set vaultAddress`))
-    t.notMatch(err.message, /token=abc|\/v1\/secret/, 'only the origin is shown')
-  }
-  t.equal(target.seen.length, 0, 'nothing was sent to the redirect target')
-})
-
-t.test('redirect origins are bounded and never carry path, query or credentials', async (t) => {
-  t.equal(redirectOrigin('https://user:pw@vault.example/v1/x?y=1', 'http://a'), '"https://vault.example:443"')
-  t.equal(redirectOrigin('/v1/other', 'http://127.0.0.1:8200/v1/x'), '"http://127.0.0.1:8200"')
-  t.equal(redirectOrigin(undefined, 'http://a'), 'no Location')
-  t.equal(redirectOrigin('http://[::1', 'http://a'), 'an unreadable Location')
-  t.ok(redirectOrigin(`http://${'a'.repeat(300)}.example`, 'http://a').length <= 204)
-})
-
-t.test('bodies over -max-vault-response-size: refused by Content-Length, or cut while streaming', async (t) => {
-  let streamed = 0
-  let streamClosed = false
-  const { url } = await server(t, (req, res) => {
-    if (req.url === '/declared') {
-      res.writeHead(200, { 'content-length': String(MAX * 100) })
-      res.write('x'.repeat(1024))
-      return
-    }
-    // Chunked, endless: only a cut stream stops it.
-    res.writeHead(200, { 'content-type': 'application/json' })
-    const chunk = Buffer.alloc(16 * 1024, 'x')
-    const pump = (): void => {
-      while (!res.destroyed && res.write(chunk)) streamed += chunk.length
-      if (!res.destroyed) res.once('drain', pump)
-    }
-    res.on('close', () => (streamClosed = true))
-    pump()
-  })
-  const send = createVaultRequester({ maxResponseBytes: MAX })
-  const declared = (await send({ uri: `${url}/declared`, method: 'GET' }).catch((e) => e)) as ProviderError
-  t.equal(declared.code, 'VAULT_RESPONSE_TOO_LARGE')
-  t.match(declared.message, /larger than 65536 bytes \(-max-vault-response-size\)/)
-  const endless = (await send({ uri: `${url}/endless`, method: 'GET' }).catch((e) => e)) as ProviderError
-  t.equal(endless.code, 'VAULT_RESPONSE_TOO_LARGE')
-  await new Promise((r) => setImmediate(r))
-  t.ok(streamed < 64 * MAX, `the stream was cut (${streamed} bytes written by the server)`)
-  t.ok(streamClosed || streamed < 64 * MAX, 'the connection was closed')
-})
-
-t.test(
-  'an error answer is read only up to MAX_ERROR_BODY_BYTES, whatever -max-vault-response-size allows',
-  async (t) => {
-    const TOTAL = 64 * 1024 * 1024
-    let written = 0
-    let closed: Promise<void> = Promise.resolve()
-    const { url } = await server(t, (req, res) => {
-      if (req.url === '/short') {
-        res.writeHead(400, { 'content-type': 'application/json' }).end('{"errors":["role not found"]}')
-        return
-      }
-      // Megabytes of error text, declared or streamed: only the status matters past the cap.
-      closed = new Promise((r) => res.on('close', () => r()))
-      res.writeHead(400, req.url === '/declared' ? { 'content-length': String(TOTAL) } : {})
-      const chunk = Buffer.alloc(16 * 1024, '\n')
-      const pump = (): void => {
-        while (!res.destroyed && written < TOTAL) {
-          written += chunk.length
-          if (!res.write(chunk)) break
-        }
-        if (!res.destroyed && written < TOTAL) res.once('drain', pump)
-      }
-      pump()
+t.test("a pod's calls never carry the provider's VAULT_* environment", async (t) => {
+  const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; body: string }> = []
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (c: Buffer) => (body += c.toString()))
+    req.on('end', () => {
+      seen.push({ url: req.url ?? '', headers: req.headers, body })
+      if (req.url?.includes('/login')) {
+        res.end(
+          JSON.stringify({ auth: { client_token: 'hvs.pod-token', lease_duration: 60, metadata: { role: 'web' } } }),
+        )
+      } else res.end(JSON.stringify({ data: { data: { a: 'b' } } }))
     })
-    const send = createVaultRequester({ maxResponseBytes: 128 * 1024 * 1024 })
-    t.same((await send({ uri: `${url}/short`, method: 'POST' })).body, { errors: ['role not found'] })
-    for (const path of ['/declared', '/streamed']) {
-      written = 0
-      const answer = await send({ uri: `${url}${path}`, method: 'POST' })
-      t.equal(answer.statusCode, 400, path)
-      t.same(answer.body, {
-        errors: [`(Vault's error text is longer than ${MAX_ERROR_BODY_BYTES} bytes and was not read)`],
-      })
-      await closed
-      t.ok(written < TOTAL / 2, `${path}: the connection was cut after ${written} of ${TOTAL} bytes`)
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  // The provider's own environment, as an operator might have set it for the daemon.
+  const saved = { ...process.env }
+  t.teardown(() => {
+    for (const k of ['VAULT_TOKEN', 'VAULT_NAMESPACE', 'VAULT_PREFIX', 'VAULT_ADDR']) {
+      if (saved[k] === undefined) delete process.env[k]
+      else process.env[k] = saved[k]
     }
-  },
-)
-
-t.test('a call may ask for a tighter cap (token answers): the smaller of the two applies', async (t) => {
-  const { url } = await server(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(`{"auth":{"pad":"${'x'.repeat(100 * 1024)}"}}`)
   })
-  const send = createVaultRequester({ maxResponseBytes: 4 * 1024 * 1024 })
-  t.equal((await send({ uri: `${url}/v1/secret`, method: 'GET' })).statusCode, 200, 'a secret of 100 KiB is read')
-  const login = (await send({
-    uri: `${url}/v1/auth/jwt/login`,
-    method: 'POST',
-    maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-  }).catch((e) => e)) as ProviderError
-  t.equal(login.code, 'VAULT_RESPONSE_TOO_LARGE')
-  t.match(login.message, /larger than 65536 bytes, the most a token answer \(login, renewal\) may be/)
-  const small = createVaultRequester({ maxResponseBytes: 1024 })
-  const capped = (await small({ uri: `${url}/x`, method: 'GET', maxResponseBytes: MAX_TOKEN_ANSWER_BYTES }).catch(
-    (e) => e,
-  )) as ProviderError
-  t.match(capped.message, /larger than 1024 bytes \(-max-vault-response-size\)/, 'the flag stays the upper bound')
+  process.env.VAULT_TOKEN = PROVIDER_TOKEN
+  process.env.VAULT_NAMESPACE = 'provider-namespace'
+  process.env.VAULT_PREFIX = '/provider-prefix'
+  process.env.VAULT_ADDR = 'http://127.0.0.1:1'
+
+  const transport = await VaultTransport.create(
+    { address, tls: { skipVerify: false } },
+    defaultTransportOptions(1 << 20),
+  )
+  t.teardown(() => transport.close())
+  const session = new VaultSession(
+    {
+      // No namespace of its own: the provider's must not fill the gap.
+      connection: { address, tls: { skipVerify: false } },
+      authMount: 'kubernetes',
+      role: 'web',
+      audience: 'vault',
+      pod: { name: 'web-0', namespace: 'shop', uid: 'u', serviceAccount: 'web' },
+    },
+    transport,
+    { logger, staticFreshnessMs: 0, shareDynamic: false },
+    nodeVault,
+  )
+  const body = await session.request(
+    { method: 'GET', path: 'secret/data/app', query: [] },
+    async () => 'pod-jwt',
+    Deadline.in(10_000),
+    'object "a"',
+  )
+  t.same(body, { data: { data: { a: 'b' } } })
+  t.same(
+    seen.map((s) => s.url),
+    ['/v1/auth/kubernetes/login', '/v1/secret/data/app'],
+    "the transport's address, without VAULT_PREFIX",
+  )
+  t.equal(seen[0]!.headers['x-vault-token'], undefined, 'the login carries no token at all')
+  t.equal(seen[1]!.headers['x-vault-token'], 'hvs.pod-token', "the read carries the pod's token")
+  for (const s of seen) {
+    t.equal(s.headers['x-vault-namespace'], undefined, 'no VAULT_NAMESPACE')
+    t.notMatch(JSON.stringify(s), PROVIDER_TOKEN)
+  }
 })
 
-t.test('the whole call is bounded by the timeout (code ECONNABORTED, as the retry policy expects)', async (t) => {
-  const { url } = await server(t, () => undefined)
-  const send = createVaultRequester({ maxResponseBytes: MAX })
-  const err = (await send({ uri: `${url}/silent`, method: 'GET', timeout: 50 }).catch((e) => e)) as { code?: string }
-  t.equal(err.code, 'ECONNABORTED')
-})
-
-t.test('a peer that hangs up mid-answer is a connection failure', async (t) => {
-  const { url } = await server(t, (req, res) => {
-    res.writeHead(200, { 'content-length': '100' })
-    res.write('{"a":')
-    setTimeout(() => req.socket.destroy(), 5)
+t.test('node-vault helpers that do not state their call are refused, not sent', async (t) => {
+  const sent: unknown[] = []
+  const requester = createVaultRequester({
+    address: 'http://127.0.0.1:1',
+    call: async (c) => {
+      sent.push(c)
+      return { status: 200, body: {} }
+    },
   })
-  const send = createVaultRequester({ maxResponseBytes: MAX })
-  const err = (await send({ uri: `${url}/cut`, method: 'GET' }).catch((e) => e)) as { code?: string }
-  t.equal(err.code, 'ECONNRESET')
+  const client = nodeVault({ endpoint: 'http://127.0.0.1:1', 'request-promise': { defaults: () => requester } })
+  await t.rejects(client.read('secret/data/app'), /must state its token and time limit/)
+  t.equal(sent.length, 0)
 })

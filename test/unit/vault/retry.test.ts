@@ -1,5 +1,11 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Deadline } from '../../../src/util/deadline.js'
+import {
+  VaultCallAborted,
+  VaultConnectionError,
+  VaultHttpError,
+  type ConnectionFailureKind,
+} from '../../../src/vault/call-errors.js'
 import {
   DEFAULT_RETRY_POLICY,
   backoffMs,
@@ -7,23 +13,34 @@ import {
   parseRetryAfter,
   retryDecision,
   withRetry,
+  type RetryDecision,
   type RetryPolicy,
+  type Sleep,
 } from '../../../src/vault/retry.js'
 
-const answered = (statusCode: number, headers: Record<string, string> = {}): unknown => ({
-  response: { statusCode, body: {}, headers },
-})
-const socketError = (code: string): unknown => Object.assign(new Error(code), { code })
+const answered = (status: number, retryAfter?: string): VaultHttpError =>
+  new VaultHttpError(status, [], parseRetryAfter(retryAfter))
+const socketError = (kind: ConnectionFailureKind, code = 'ECONNRESET'): VaultConnectionError =>
+  new VaultConnectionError(kind, code, code)
+
+/** The decision, which must be to retry: a failed assertion otherwise, never a skipped one. */
+function mustRetry(t: Test, d: RetryDecision): Extract<RetryDecision, { retry: true }> {
+  t.equal(d.retry, true, 'retried')
+  if (!d.retry) throw new Error('expected a retry decision')
+  return d
+}
 
 t.test('what is retried', async (t) => {
-  for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ECONNABORTED', 'EAI_AGAIN']) {
-    t.equal(retryDecision(socketError(code)).retry, true, code)
+  for (const kind of ['refused', 'reset', 'truncated', 'timeout', 'dns', 'unreachable'] as const) {
+    t.equal(retryDecision(socketError(kind)).retry, true, kind)
   }
-  t.equal(retryDecision(new Error('socket hang up')).retry, true, 'hang-up')
   for (const s of [500, 502, 503, 504, 412, 429]) t.equal(retryDecision(answered(s)).retry, true, String(s))
   for (const s of [400, 401, 403, 404, 405, 501]) t.equal(retryDecision(answered(s)).retry, false, String(s))
-  t.equal(retryDecision(socketError('DEPTH_ZERO_SELF_SIGNED_CERT')).retry, false, 'TLS problems are not blips')
-  t.equal(retryDecision(new Error('boom')).retry, false)
+  t.equal(retryDecision(socketError('tls', 'DEPTH_ZERO_SELF_SIGNED_CERT')).retry, false, 'TLS problems are not blips')
+  t.equal(retryDecision(socketError('other', 'EWHAT')).retry, false, 'nor is the unknown')
+  t.equal(retryDecision(new VaultCallAborted()).retry, false, 'nobody waits for the answer')
+  t.equal(retryDecision(new Error('socket hang up')).retry, false, 'untyped errors are bugs, not blips')
+  t.equal(retryDecision({ response: { statusCode: 503 } }).retry, false, 'no library error shape is read')
 })
 
 t.test('Retry-After', async (t) => {
@@ -31,19 +48,17 @@ t.test('Retry-After', async (t) => {
   t.equal(parseRetryAfter(['2']), 2000)
   t.equal(parseRetryAfter(new Date(Date.now() + 5000).toUTCString(), Date.now())! > 3000, true)
   t.equal(parseRetryAfter('soon'), undefined)
-  const d = retryDecision(answered(429, { 'retry-after': '2' }))
+  const d = mustRetry(t, retryDecision(answered(429, '2')))
   t.same(d, { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: 2000 })
-  if (d.retry)
-    t.equal(
-      delayFor(d, 0, DEFAULT_RETRY_POLICY, () => 0),
-      2000,
-      'waits what Vault asked',
-    )
-  const noHeader = retryDecision(answered(429))
-  if (noHeader.retry)
-    t.ok(delayFor(noHeader, 0, DEFAULT_RETRY_POLICY, () => 0) >= DEFAULT_RETRY_POLICY.rateLimitFloorMs)
-  const huge = retryDecision(answered(429, { 'retry-after': '3600' }))
-  if (huge.retry) t.equal(delayFor(huge, 0, DEFAULT_RETRY_POLICY), DEFAULT_RETRY_POLICY.maxDelayMs, 'capped')
+  t.equal(
+    delayFor(d, 0, DEFAULT_RETRY_POLICY, () => 0),
+    2000,
+    'waits what Vault asked',
+  )
+  const noHeader = mustRetry(t, retryDecision(answered(429)))
+  t.ok(delayFor(noHeader, 0, DEFAULT_RETRY_POLICY, () => 0) >= DEFAULT_RETRY_POLICY.rateLimitFloorMs)
+  const huge = mustRetry(t, retryDecision(answered(429, '3600')))
+  t.equal(delayFor(huge, 0, DEFAULT_RETRY_POLICY), DEFAULT_RETRY_POLICY.maxDelayMs, 'capped')
 })
 
 t.test('exponential backoff with full jitter', async (t) => {
@@ -68,6 +83,12 @@ t.test('exponential backoff with full jitter', async (t) => {
   )
 })
 
+/** Waits are recorded, not slept. */
+const waits: number[] = []
+const noSleep: Sleep = async (ms) => {
+  waits.push(ms)
+}
+
 const fast: RetryPolicy = {
   ...DEFAULT_RETRY_POLICY,
   baseDelayMs: 5,
@@ -79,7 +100,13 @@ const fast: RetryPolicy = {
 t.test('withRetry: bounded by attempts, deadline and retryability', async (t) => {
   let n = 0
   t.equal(
-    await withRetry(async () => (++n < 3 ? Promise.reject(socketError('ECONNRESET')) : 'ok'), Deadline.in(5000), fast),
+    await withRetry(
+      async () => (++n < 3 ? Promise.reject(socketError('reset')) : 'ok'),
+      Deadline.in(5000),
+      fast,
+      {},
+      noSleep,
+    ),
     'ok',
   )
   t.equal(n, 3)
@@ -93,6 +120,8 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
       },
       Deadline.in(5000),
       fast,
+      {},
+      noSleep,
     ),
   )
   t.equal(n, 1, '404 is not retried')
@@ -106,6 +135,8 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
       },
       Deadline.in(5000),
       fast,
+      {},
+      noSleep,
     ),
   )
   t.equal(n, fast.maxAttempts, 'stops after maxAttempts')
@@ -129,7 +160,7 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
     withRetry(
       async () => {
         n++
-        throw socketError('ECONNREFUSED')
+        throw socketError('refused', 'ECONNREFUSED')
       },
       Deadline.in(5000),
       fast,
@@ -138,9 +169,49 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
           if (a > 1) throw refusal
         },
       },
+      noSleep,
     ),
     refusal,
     'a hook can stop the retries (the breaker opening)',
   )
   t.equal(n, 1)
+})
+
+t.test('the attempt count travels in the typed error', async (t) => {
+  const err = (await withRetry(
+    async () => {
+      throw answered(503)
+    },
+    Deadline.in(60_000),
+    fast,
+    {},
+    noSleep,
+  ).catch((e: unknown) => e)) as VaultHttpError
+  t.equal(err.attempts, fast.maxAttempts)
+  const once = (await withRetry(
+    async () => {
+      throw answered(404)
+    },
+    Deadline.in(60_000),
+    fast,
+    {},
+    noSleep,
+  ).catch((e: unknown) => e)) as VaultHttpError
+  t.equal(once.attempts, 1)
+})
+
+t.test('a wait between attempts ends when the caller leaves', async (t) => {
+  const controller = new AbortController()
+  let n = 0
+  const pending = withRetry(
+    async () => {
+      n++
+      throw answered(503)
+    },
+    Deadline.in(60_000, controller.signal),
+    { ...DEFAULT_RETRY_POLICY, baseDelayMs: 60_000, maxDelayMs: 60_000, minAttemptMs: 0 },
+    { onRetry: () => controller.abort() },
+  )
+  await t.rejects(pending, VaultCallAborted)
+  t.equal(n, 1, 'no attempt after the caller left')
 })

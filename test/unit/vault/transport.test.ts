@@ -6,23 +6,32 @@ import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import type { VaultConnection } from '../../../src/request/types.js'
+import { VaultConnectionError } from '../../../src/vault/call-errors.js'
 import {
-  createTransport,
-  destroyTransport,
   MAX_CA_DIRECTORY_ENTRIES,
-  type TransportOptions,
+  VaultTransport,
+  guardedConnector,
+  type VaultTransportOptions,
 } from '../../../src/vault/transport.js'
 import { selfSignedCaPem } from '../../support/tls.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 const CAP = 16 * 1024
-const opts = (o: Partial<TransportOptions> = {}): TransportOptions => ({ maxTlsFileBytes: CAP, tlsFileDirs: [], ...o })
+const opts = (o: Partial<VaultTransportOptions> = {}): VaultTransportOptions => ({
+  maxTlsFileBytes: CAP,
+  tlsFileDirs: [],
+  maxResponseBytes: 1024 * 1024,
+  ...o,
+})
+const createTransport = (c: VaultConnection, o: VaultTransportOptions): Promise<VaultTransport> =>
+  VaultTransport.create(c, o)
+const destroyTransport = (tr: VaultTransport): void => void tr.close()
 const conn = (tls: Partial<VaultConnection['tls']>): VaultConnection => ({
   address: 'https://vault.example:8200',
   tls: { skipVerify: false, ...tls },
 })
 
-async function refused(t: Test, c: VaultConnection, o: TransportOptions, pattern: RegExp): Promise<void> {
+async function refused(t: Test, c: VaultConnection, o: VaultTransportOptions, pattern: RegExp): Promise<void> {
   const err = (await createTransport(c, o).then(
     (tr) => {
       destroyTransport(tr)
@@ -76,7 +85,7 @@ t.test('files over -max-tls-file-size are refused, naming the limit and the flag
   const ok = path.join(dir, 'ca.pem')
   await writeFile(ok, selfSignedCaPem())
   const tr = await createTransport(conn({ caCertPath: ok }), opts())
-  t.ok(tr.httpsAgent, 'a CA within the cap is used')
+  t.equal(tr.address, 'https://vault.example:8200', 'a CA within the cap is used')
   destroyTransport(tr)
 })
 
@@ -136,40 +145,100 @@ t.test('vaultCADirectory: procfs, huge and certificate-less directories stay bou
   await writeFile(path.join(certs, 'b.pem'), Buffer.alloc(CAP + 1, 'b'))
   execFileSync('mkfifo', [path.join(certs, 'c.pem')])
   const tr = await createTransport(conn({ caDirectory: certs }), opts())
-  t.ok(tr.httpsAgent, 'the usable certificate is used; the oversized file and the FIFO are skipped')
+  t.ok(tr, 'the usable certificate is used; the oversized file and the FIFO are skipped')
   destroyTransport(tr)
 })
 
-t.test(
-  'every connection is checked: the transport connects only to its own address, and only while allowed',
-  async (t) => {
-    const server = http.createServer((_req, res) => res.end('ok'))
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-    t.teardown(() => new Promise<void>((r) => server.close(() => r())))
-    const port = (server.address() as AddressInfo).port
-    const address = `http://127.0.0.1:${port}`
-    let allowed = true
-    const tr = await createTransport(
-      { address, tls: { skipVerify: false } },
-      opts({ allowlist: { allows: () => allowed } }),
-    )
-    t.teardown(() => destroyTransport(tr))
-    const get = (url: string): Promise<number | Error> =>
-      new Promise((resolve) => {
-        const req = http.get(url, { agent: tr.httpAgent }, (res) => {
-          res.resume()
-          resolve(res.statusCode ?? 0)
-        })
-        req.on('error', resolve)
-      })
-    t.equal(await get(`${address}/v1/x`), 200)
-    const elsewhere = (await get(`http://localhost:${port}/v1/x`)) as ProviderError
-    t.equal(elsewhere.code, 'VAULT_ADDRESS_NOT_ALLOWED')
-    t.match(elsewhere.message, /is not the transport's Vault address/)
-    allowed = false
-    tr.httpAgent!.destroy()
-    const refusedNow = (await get(`${address}/v1/x`)) as ProviderError
-    t.equal(refusedNow.code, 'VAULT_ADDRESS_NOT_ALLOWED')
-    t.match(refusedNow.message, /not in the provider's -vault-addr-allowlist; nothing was sent/)
-  },
-)
+t.test('every new connection is checked: only while the allow-list admits the address', async (t) => {
+  // Each answer closes its connection, so every call opens (and checks) a new one.
+  const server = http.createServer((_req, res) => res.writeHead(200, { connection: 'close' }).end('{}'))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  const port = (server.address() as AddressInfo).port
+  const address = `http://127.0.0.1:${port}`
+  let allowed = true
+  const tr = await createTransport(
+    { address, tls: { skipVerify: false } },
+    opts({ allowlist: { allows: () => allowed } }),
+  )
+  t.teardown(() => tr.close())
+  t.equal((await tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 })).status, 200)
+  allowed = false
+  const refusedNow = (await tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }).catch((e) => e)) as ProviderError
+  t.equal(refusedNow.code, 'VAULT_ADDRESS_NOT_ALLOWED')
+  t.match(refusedNow.message, /not in the provider's -vault-addr-allowlist; nothing was sent/)
+})
+
+t.test("the connector refuses any host and port but the transport's own", async (t) => {
+  const connect = guardedConnector('http://127.0.0.1:8200', {}, opts(), 'http://127.0.0.1:8200')
+  const err = await new Promise<Error | null>((resolve) =>
+    connect({ hostname: 'localhost', host: 'localhost:8200', protocol: 'http:', port: '8200' }, (...args) =>
+      resolve(args[0]),
+    ),
+  )
+  t.equal((err as ProviderError).code, 'VAULT_ADDRESS_NOT_ALLOWED')
+  t.match(err!.message, /a connection to "localhost:8200" is not the transport's Vault address/)
+})
+
+t.test('real TLS: an unknown CA is a typed TLS failure; the CA file makes it work', async (t) => {
+  const dir = await tempDirFor(t)
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-subj',
+      '/CN=vault-test',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-days',
+      '1',
+      '-keyout',
+      path.join(dir, 'key.pem'),
+      '-out',
+      path.join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  )
+  const { readFileSync } = await import('node:fs')
+  const https = await import('node:https')
+  const server = https.createServer(
+    { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) },
+    (_req, res) => res.writeHead(200).end('{"ok":true}'),
+  )
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((r) => server.close(() => r()))
+  })
+  const address = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const untrusted = await createTransport({ address, tls: { skipVerify: false } }, opts())
+  t.teardown(() => untrusted.close())
+  const err = (await untrusted
+    .call({ method: 'GET', path: 'x', timeoutMs: 5000 })
+    .catch((e) => e)) as VaultConnectionError
+  t.ok(err instanceof VaultConnectionError)
+  t.equal(err.kind, 'tls')
+  t.match(err.code, /DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN/)
+  const trusted = await createTransport(
+    { address, tls: { skipVerify: false, caCertPath: path.join(dir, 'cert.pem') } },
+    opts(),
+  )
+  t.teardown(() => trusted.close())
+  t.same((await trusted.call({ method: 'GET', path: 'x', timeoutMs: 5000 })).body, { ok: true })
+  const wrongName = await createTransport(
+    { address, tls: { skipVerify: false, caCertPath: path.join(dir, 'cert.pem'), serverName: 'vault.example' } },
+    opts(),
+  )
+  t.teardown(() => wrongName.close())
+  const mismatch = (await wrongName
+    .call({ method: 'GET', path: 'x', timeoutMs: 5000 })
+    .catch((e) => e)) as VaultConnectionError
+  t.equal(mismatch.kind, 'tls')
+  t.equal(mismatch.code, 'ERR_TLS_CERT_ALTNAME_INVALID')
+})

@@ -1,0 +1,187 @@
+/**
+ * What a Vault call can fail with, as types: the one vocabulary the retry
+ * policy, the breaker, the error messages and the observers read. The
+ * transport (transport.ts) is the only code that turns sockets and HTTP into
+ * these; nothing else looks at a library's error shape.
+ *
+ * The refusals of the transport (a redirect, a body over its cap, an address
+ * the allow-list refuses) are not here: they are ProviderErrors of the
+ * catalogue from the start, because their texts are final.
+ */
+import { cutForScrub, scrub } from '../errors.js'
+
+export const MAX_VAULT_ERROR_CHARS = 500
+/** Vault's errors[] can echo pod input (a 200 KB roleName): at most this many entries are read... */
+export const MAX_VAULT_ERRORS = 8
+/** ...each cut to this length before any pattern runs on it. */
+export const MAX_VAULT_ERROR_INPUT_CHARS = 4 * MAX_VAULT_ERROR_CHARS
+
+/**
+ * Vault wraps errors in Go's multierror text ("1 error occurred:\n\t* x\n\n");
+ * a FailedMount event reads better as one line: "x". Linear on any input: the
+ * count pattern starts only at the first digit of a run, and bullets are
+ * stripped per line with an anchored pattern.
+ */
+export function oneLine(text: string): string {
+  return text
+    .replace(/(?<!\d)\d+ errors? occurred:/g, '')
+    .split('\n')
+    .map((line, i) => (i === 0 ? line : line.replace(/^\s*\*\s*/, '')))
+    .map((part) => part.replace(/\s+/g, ' ').trim())
+    .filter((part) => part !== '')
+    .join('; ')
+}
+
+/** Vault's own error strings from an answer's body: bounded in number and length, scrubbed, each on one line. */
+export function vaultErrorsOf(body: unknown): string[] {
+  if (body === null || typeof body !== 'object') return []
+  const errors = (body as { errors?: unknown }).errors
+  if (!Array.isArray(errors)) return []
+  return errors
+    .slice(0, MAX_VAULT_ERRORS)
+    .filter((e): e is string => typeof e === 'string')
+    .map((e) => oneLine(scrub(cutForScrub(e, MAX_VAULT_ERROR_INPUT_CHARS))))
+    .filter((e) => e !== '')
+}
+
+/** Common to every typed failure: how many attempts the retry layer made before giving up. */
+abstract class VaultCallError extends Error {
+  /** Set by the retry layer (retry.ts) on the error it finally throws; 1 when the call was tried once. */
+  attempts = 1
+}
+
+/** Vault (or a proxy in front of it) answered with a status that is not success. */
+export class VaultHttpError extends VaultCallError {
+  override readonly name = 'VaultHttpError'
+  readonly status: number
+  /** Vault's errors[], already bounded and scrubbed (vaultErrorsOf). */
+  readonly errors: readonly string[]
+  /** Retry-After in ms, when the answer carried a readable one. */
+  readonly retryAfterMs: number | undefined
+  /** A 503 whose errors say Vault is sealed. */
+  readonly sealed: boolean
+
+  constructor(status: number, errors: readonly string[], retryAfterMs?: number) {
+    super(`Vault answered ${status}`)
+    this.status = status
+    this.errors = errors
+    this.retryAfterMs = retryAfterMs
+    this.sealed = status === 503 && errors.some((e) => /sealed/i.test(e))
+  }
+}
+
+/**
+ * No (complete) answer came back. `kind` is what the retry policy and the
+ * breaker decide on; `code` is the socket or TLS code people and the TLS
+ * table read (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT, ...).
+ */
+export type ConnectionFailureKind =
+  | 'timeout' // no answer within the call's time
+  | 'tls' // the handshake failed: a configuration problem, not a blip
+  | 'refused' // nothing listens (ECONNREFUSED, a missing unix socket)
+  | 'reset' // the peer hung up before answering
+  | 'truncated' // the peer hung up in the middle of its answer
+  | 'dns' // the name does not resolve (yet)
+  | 'unreachable' // no route
+  | 'other'
+
+export class VaultConnectionError extends VaultCallError {
+  override readonly name = 'VaultConnectionError'
+  readonly kind: ConnectionFailureKind
+  readonly code: string
+
+  constructor(kind: ConnectionFailureKind, code: string, message: string) {
+    super(message)
+    this.kind = kind
+    this.code = code
+  }
+}
+
+/** The caller gave up (the driver cancelled the Mount): nobody waits for this call any more. */
+export class VaultCallAborted extends VaultCallError {
+  override readonly name = 'VaultCallAborted'
+  constructor() {
+    super('the caller gave up before Vault answered')
+  }
+}
+
+export function statusOf(err: unknown): number | undefined {
+  return err instanceof VaultHttpError ? err.status : undefined
+}
+
+export function isTimeout(err: unknown): boolean {
+  return err instanceof VaultConnectionError && err.kind === 'timeout'
+}
+
+/**
+ * The one table of TLS failures: what a Mount's error says (`hint`) and what
+ * `doctor` proposes to do (`fix`). Codes are Node's (OpenSSL's) and undici's.
+ */
+interface TlsEntry {
+  hint: string
+  fix: string
+}
+
+const UNTRUSTED_FIX =
+  "Vault's certificate is not signed by a CA the provider trusts: set -vault-tls-ca-cert (VAULT_CACERT) or the " +
+  'SecretProviderClass parameter vaultCACertPath to the CA that signed it'
+const PLAIN_HTTP_FIX = 'the address speaks plain HTTP: use http:// in -vault-addr, or enable TLS on Vault'
+
+const TLS_TABLE: Readonly<Record<string, TlsEntry>> = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: {
+    hint: 'Vault presents a self-signed certificate; set vaultCACertPath',
+    fix: UNTRUSTED_FIX,
+  },
+  SELF_SIGNED_CERT_IN_CHAIN: {
+    hint: 'Vault certificate chain ends in an unknown CA; set vaultCACertPath',
+    fix: UNTRUSTED_FIX,
+  },
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: {
+    hint: 'Vault certificate is not signed by a trusted CA; set vaultCACertPath',
+    fix: UNTRUSTED_FIX,
+  },
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: {
+    hint: 'Vault certificate is not signed by a trusted CA; set vaultCACertPath',
+    fix: UNTRUSTED_FIX,
+  },
+  UNABLE_TO_GET_ISSUER_CERT: {
+    hint: 'Vault certificate is not signed by a trusted CA; set vaultCACertPath',
+    fix: UNTRUSTED_FIX,
+  },
+  CERT_HAS_EXPIRED: {
+    hint: 'Vault TLS certificate has expired',
+    fix: "Vault's certificate has expired: renew it on the Vault servers",
+  },
+  CERT_NOT_YET_VALID: {
+    hint: 'Vault TLS certificate is not valid yet (check the clocks)',
+    fix: UNTRUSTED_FIX,
+  },
+  ERR_TLS_CERT_ALTNAME_INVALID: {
+    hint: 'Vault certificate does not match the address; set vaultTLSServerName',
+    fix:
+      "Vault's certificate does not name this address: use the name in the certificate in -vault-addr / " +
+      'vaultAddress, or set -vault-tls-server-name / vaultTLSServerName',
+  },
+  EPROTO: {
+    hint: 'TLS handshake failed (is the address http:// instead of https://?)',
+    fix: PLAIN_HTTP_FIX,
+  },
+  ERR_SSL_WRONG_VERSION_NUMBER: {
+    hint: 'TLS handshake failed (is the address http:// instead of https://?)',
+    fix: PLAIN_HTTP_FIX,
+  },
+}
+
+export function isTlsErrorCode(code: string | undefined): boolean {
+  return code !== undefined && Object.hasOwn(TLS_TABLE, code)
+}
+
+/** What a Mount's error says about a TLS failure; undefined for codes that are not TLS. */
+export function tlsHint(code: string | undefined): string | undefined {
+  return code !== undefined && Object.hasOwn(TLS_TABLE, code) ? TLS_TABLE[code]!.hint : undefined
+}
+
+/** What `doctor` proposes for a TLS failure (the untrusted-CA advice for any code it does not know). */
+export function tlsFix(code: string | undefined): string {
+  return code !== undefined && Object.hasOwn(TLS_TABLE, code) ? TLS_TABLE[code]!.fix : UNTRUSTED_FIX
+}

@@ -1,0 +1,136 @@
+// Work shared by several waiters, on injected time: each waiter leaves on its own deadline or
+// signal, the work goes on for the others and is aborted only when none is left.
+import t from 'tap'
+import { Deadline } from '../../../src/util/deadline.js'
+import { SharedCall } from '../../../src/util/shared-call.js'
+import { ManualTime } from '../../support/manual-time.js'
+
+const giveUp = (cancelled: boolean): Error => new Error(cancelled ? 'left' : 'timed out')
+
+function held<T>(): { promise: Promise<T>; resolve(v: T): void; reject(e: Error): void } {
+  let resolve!: (v: T) => void
+  let reject!: (e: Error) => void
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
+const outcome = (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    (v) => `value ${String(v)}`,
+    (e: Error) => e.message,
+  )
+
+t.test('the work starts once, with the first waiter, and every waiter gets its result', async (t) => {
+  const time = new ManualTime()
+  let started = 0
+  const answer = held<number>()
+  const call = new SharedCall(
+    () => {
+      started++
+      return answer.promise
+    },
+    { clock: time.clock, timers: time },
+  )
+  t.equal(started, 0, 'not before anyone waits')
+  const a = call.join(Deadline.in(1000, undefined, time.clock), giveUp)
+  const b = call.join(Deadline.in(1000, undefined, time.clock), giveUp)
+  await time.advance(0)
+  t.equal(started, 1)
+  answer.resolve(42)
+  t.same(await Promise.all([a, b]), [42, 42])
+  t.equal(time.timers, 0, 'no give-up timer is left behind')
+})
+
+t.test("a waiter leaves on its own deadline; the work's deadline follows the latest live waiter", async (t) => {
+  const time = new ManualTime()
+  let shared: Deadline | undefined
+  const answer = held<string>()
+  const call = new SharedCall(
+    (d) => {
+      shared = d
+      return answer.promise
+    },
+    { clock: time.clock, timers: time },
+  )
+  const t0 = time.clock()
+  const early = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+  const late = outcome(call.join(Deadline.in(5_000, undefined, time.clock), giveUp))
+  await time.advance(0)
+  t.equal(shared?.expiresAt, t0 + 5_000, 'the latest deadline of the waiters')
+  await time.advance(1_000)
+  t.equal(await early, 'timed out', 'the early waiter left on its own deadline')
+  t.equal(shared?.signal.aborted, false, 'the work goes on for the other')
+  t.equal(call.waiting, 1)
+  const later = outcome(call.join(Deadline.in(10_000, undefined, time.clock), giveUp))
+  t.equal(shared?.expiresAt, t0 + 11_000, 'a later waiter moves the deadline')
+  answer.resolve('ok')
+  t.equal(await late, 'value ok')
+  t.equal(await later, 'value ok')
+})
+
+t.test('a waiter whose caller leaves gets its own error; the last one leaving aborts the work', async (t) => {
+  const time = new ManualTime()
+  let shared: Deadline | undefined
+  const call = new SharedCall(
+    (d) => {
+      shared = d
+      return new Promise<string>((_resolve, reject) =>
+        d.signal.addEventListener('abort', () => reject(new Error('aborted'))),
+      )
+    },
+    { clock: time.clock, timers: time },
+  )
+  const one = new AbortController()
+  const two = new AbortController()
+  const first = outcome(call.join(Deadline.in(60_000, one.signal, time.clock), giveUp))
+  const second = outcome(call.join(Deadline.in(60_000, two.signal, time.clock), giveUp))
+  await time.advance(0)
+  one.abort()
+  t.equal(await first, 'left')
+  t.equal(shared?.signal.aborted, false)
+  t.equal(call.joinable, true)
+  two.abort()
+  t.equal(await second, 'left')
+  t.equal(shared?.signal.aborted, true, 'nobody waits: the work is aborted')
+  t.equal(call.joinable, false, 'and may not be joined again')
+  t.throws(() => call.join(Deadline.in(1000, undefined, time.clock), giveUp), /joined after every waiter had left/)
+})
+
+t.test('a waiter already gone or out of time never starts waiting; failures reach every waiter', async (t) => {
+  const time = new ManualTime()
+  const answer = held<string>()
+  const call = new SharedCall(() => answer.promise, { clock: time.clock, timers: time })
+  const gone = new AbortController()
+  gone.abort()
+  const keeper = outcome(call.join(Deadline.in(60_000, undefined, time.clock), giveUp))
+  t.equal(await outcome(call.join(Deadline.in(60_000, gone.signal, time.clock), giveUp)), 'left')
+  t.equal(await outcome(call.join(Deadline.in(0, undefined, time.clock), giveUp)), 'timed out')
+  answer.reject(new Error('Vault said no'))
+  t.equal(await keeper, 'Vault said no')
+})
+
+t.test(
+  'when the last waiter leaves on its deadline, the work is not joined again but ends on its own time',
+  async (t) => {
+    const time = new ManualTime()
+    let shared: Deadline | undefined
+    const answer = held<string>()
+    const call = new SharedCall(
+      (d) => {
+        shared = d
+        return answer.promise
+      },
+      { clock: time.clock, timers: time },
+    )
+    const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+    await time.advance(1_000)
+    t.equal(await only, 'timed out')
+    t.equal(call.joinable, false, 'a new caller starts new work')
+    t.equal(shared?.signal.aborted, false, 'not aborted: its calls time out by themselves (and count as timeouts)')
+    t.equal(shared?.remainingMs(), 0, "its deadline, the last waiter's, has passed")
+    answer.resolve('late')
+  },
+)

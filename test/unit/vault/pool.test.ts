@@ -1,0 +1,72 @@
+// Sessions by identity on injected time: one session (one login) per identity, none shared
+// between identities, and identities idle for -identity-idle are revoked and forgotten.
+import { Writable } from 'node:stream'
+import nodeVault from 'node-vault'
+import t from 'tap'
+import { createLogger } from '../../../src/observability/logger.js'
+import { Deadline } from '../../../src/util/deadline.js'
+import { SessionPool } from '../../../src/vault/pool.js'
+import type { VaultIdentity } from '../../../src/vault/session.js'
+import { FakeVault, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
+import { ManualTime } from '../../support/manual-time.js'
+
+const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
+const id = (uid: string, serviceAccount = 'web'): VaultIdentity => ({
+  connection: { address: 'https://vault.test:8200', tls: { skipVerify: false } },
+  authMount: 'kubernetes',
+  role: 'web',
+  audience: 'vault',
+  pod: { name: 'p', namespace: 'shop', uid, serviceAccount },
+})
+const read = { method: 'GET' as const, path: 'secret/data/app', query: [] }
+
+function setup(scope: 'pod' | 'serviceaccount'): { pool: SessionPool; vault: FakeVault; time: ManualTime } {
+  const vault = new FakeVault()
+  let n = 0
+  vault.on(/login$/, () => loginAnswer(`hvs.t${++n}`, 3600))
+  vault.on(/^GET secret/, () => kvAnswer('v'))
+  vault.on(/revoke-self$/, () => ({ status: 204, body: '' }))
+  const time = new ManualTime()
+  const pool = new SessionPool({
+    maxSessions: 10,
+    scope,
+    staticFreshnessMs: 0,
+    shareDynamic: false,
+    idleRevokeMs: 60_000,
+    autoSweep: false,
+    logger,
+    transports: { get: async () => vault },
+    loadNodeVault: async () => nodeVault,
+    clock: time.clock,
+    timers: time,
+  })
+  t.teardown(() => pool.close())
+  return { pool, vault, time }
+}
+
+t.test('one session per identity: pod scope keeps pods apart, serviceaccount scope shares', async (t) => {
+  const pods = setup('pod')
+  const a = await pods.pool.session(id('a'))
+  t.equal(await pods.pool.session(id('a')), a, 'the same identity gets its session back')
+  t.not(await pods.pool.session(id('b')), a, 'another pod, another session')
+  const shared = setup('serviceaccount')
+  const s = await shared.pool.session(id('a'))
+  t.equal(await shared.pool.session(id('b')), s, 'same service account and role: shared')
+  t.not(await shared.pool.session(id('a', 'other')), s, 'never across service accounts')
+})
+
+t.test('idle identities are revoked with their own token and forgotten; active ones stay', async (t) => {
+  const { pool, vault, time } = setup('pod')
+  const jwt = async (): Promise<string> => 'jwt'
+  const idle = await pool.session(id('idle'))
+  await idle.request(read, jwt, Deadline.in(10_000, undefined, time.clock), 'a')
+  await time.advance(30_000)
+  const active = await pool.session(id('active'))
+  await active.request(read, jwt, Deadline.in(10_000, undefined, time.clock), 'a')
+  await time.advance(30_000)
+  t.equal(await pool.sweepIdle(), 1, 'only the identity idle for 60 s')
+  t.equal(vault.count(/revoke-self$/), 1)
+  t.equal(vault.calls.find((c) => c.path.endsWith('revoke-self'))?.token, 'hvs.t1')
+  t.equal(pool.size, 1)
+  t.not(await pool.session(id('idle')), idle, 'a new session if the pod comes back')
+})
