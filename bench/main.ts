@@ -5,7 +5,7 @@
 // the same OpenBao, counts what OpenBao did from its audit log, and writes
 // results.md, results.json and chart.svg.
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import { cpus, hostname, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -27,6 +27,7 @@ import {
 } from './scenarios.js'
 import { startWorld, TTL, type World } from './world.js'
 import { runFleet } from './fleet.js'
+import { renderSummary, summariseFile } from './profile.js'
 
 export const DEFAULT_OUT_DIR = join(PACKAGE_ROOT, 'bench', 'results')
 /** Written by bench/run.sh: the module it tried to install and, on failure, why. */
@@ -102,6 +103,19 @@ function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
       : `Reference: not run (${(ref.reason ?? '').replace(/\s+/g, ' ')}).`,
   ]
 }
+
+/**
+ * profiles/summary.md: where each profiled provider spent its CPU, start-up excluded (the first
+ * 1.5 s of the process: start-up, then the warm-up Mounts of the latency scenario).
+ */
+async function writeProfileSummaries(dir: string, log: (msg: string) => void): Promise<void> {
+  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.cpuprofile')).sort()
+  const parts = ['# CPU profiles of our provider', '']
+  for (const f of files) parts.push(renderSummary(f, await summariseFile(join(dir, f), PROFILE_SKIP_MS)))
+  await writeFile(join(dir, 'summary.md'), parts.join('\n'))
+  log(`wrote ${join(dir, 'summary.md')}`)
+}
+const PROFILE_SKIP_MS = 1500
 
 export async function runBench(
   o: BenchOptions,
@@ -239,6 +253,7 @@ export async function runBench(
   await writeFile(join(o.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
   await writeFile(join(o.outDir, 'results.md'), renderMarkdown(results))
   await writeFile(join(o.outDir, 'chart.svg'), renderSvg(results))
+  if (o.profile) await writeProfileSummaries(join(o.outDir, 'profiles'), log)
   log(`wrote ${join(o.outDir, 'results.md')}, results.json and chart.svg`)
   return results
 }
