@@ -23,6 +23,8 @@ export interface FleetResult {
   variant: string
   nodes: number
   podsPerNode: number
+  /** Node i's pods started i × spreadSec / nodes after the first node's. */
+  spreadSec: number
   objectsPerPod: number
   ok: number
   failed: number
@@ -52,7 +54,13 @@ function median(xs: number[]): number {
   return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!
 }
 
-export async function runFleet(ctx: Context, v: Variant, nodes: number, podsPerNode: number): Promise<FleetResult> {
+export async function runFleet(
+  ctx: Context,
+  v: Variant,
+  nodes: number,
+  podsPerNode: number,
+  spreadSec: number,
+): Promise<FleetResult> {
   // Twenty CPU profiles per variant would only slow the fleet down; profiles come from the other scenarios.
   const quiet: Context = { ...ctx, profileDir: undefined }
   const providers: ProviderUnderTest[] = []
@@ -67,10 +75,18 @@ export async function runFleet(ctx: Context, v: Variant, nodes: number, podsPerN
     )
     const hmacBefore = ctx.world.kubeTls.calls.length
     const before = await auditSize(ctx.world.auditFile)
-    ctx.log(`fleet: ${v.label}: ${nodes} nodes × ${podsPerNode} pods mount ${FLEET_OBJECTS.length} objects at once`)
+    ctx.log(
+      `fleet: ${v.label}: ${nodes} nodes × ${podsPerNode} pods mount ${FLEET_OBJECTS.length} objects, ` +
+        `node by node over ${spreadSec} s, all pods of a node at once`,
+    )
     const start = nowMs()
+    // Node i's pods all start at i × spread / nodes: a rollout that reaches the nodes one after
+    // another, each node's pods at once (as in the storm).
     const outs: ManyOutput[] = await Promise.all(
-      providers.map((p, i) => mountMany(p.socketDir, perNode[i]!, podsPerNode, ctx.dir)),
+      providers.map(async (p, i) => {
+        await new Promise((r) => setTimeout(r, (i * spreadSec * 1000) / nodes))
+        return mountMany(p.socketDir, perNode[i]!, podsPerNode, ctx.dir)
+      }),
     )
     const nodeDone = outs.map((o) => o.startUnixMs + o.wallMs - start)
     await settleAudit()
@@ -84,6 +100,7 @@ export async function runFleet(ctx: Context, v: Variant, nodes: number, podsPerN
       variant: v.label,
       nodes,
       podsPerNode,
+      spreadSec,
       objectsPerPod: FLEET_OBJECTS.length,
       ok: all.results.length - f.count,
       failed: f.count,

@@ -239,7 +239,7 @@ export async function runBench(
     }
     if (o.scenarios.includes('fleet')) {
       for (const v of [...oursScopes, ...ref]) {
-        await attempt(v, 'fleet', () => runFleet(ctx, v, o.nodes, o.pods), results.fleet)
+        await attempt(v, 'fleet', () => runFleet(ctx, v, o.nodes, o.pods, o.fleetSpreadSec), results.fleet)
       }
     }
   } finally {

@@ -25,6 +25,8 @@ export interface BenchOptions {
   profile: boolean
   /** Provider processes ("nodes") in the fleet scenario. */
   nodes: number
+  /** Fleet: the nodes' pods start one node after another over this many seconds (0: all at once). */
+  fleetSpreadSec: number
   /**
    * Older builds of ours run as extra variants "ours@<rev>" (latency and footprint), built by
    * bench/run.sh into .cache/bench/baseline-<rev>/. Empty: none.
@@ -39,7 +41,9 @@ export const USAGE = `usage: npm run bench -- [options]
 
   --scenario LIST    storm,churn,latency,footprint,fleet (comma-separated; default: all)
   --pods N           pods per node (default 110)
-  --nodes N          provider processes in the fleet scenario (default 20)
+  --nodes N          provider processes in the fleet scenario (default 10)
+  --fleet-spread SEC the fleet's nodes start their pods one after another over SEC seconds
+                     (default 30; 0: every pod of every node at once)
   --baseline REVS    older builds of ours to run as extra variants, comma-separated git revisions
                      (default ${DEFAULT_BASELINE}, the build before issue 12; "none": no baseline)
   --rounds N         republish rounds in the churn scenario (default 10)
@@ -89,6 +93,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     '--repeat',
     '--out',
     '--nodes',
+    '--fleet-spread',
     '--baseline',
     ...flags,
   ]
@@ -107,7 +112,8 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     outDir: given.get('--out') ?? defaultOutDir,
     quick,
     profile: given.has('--profile'),
-    nodes: quick ? 2 : 20,
+    nodes: quick ? 2 : 10,
+    fleetSpreadSec: quick ? 0 : 30,
     baselines: quick ? [] : [DEFAULT_BASELINE],
   }
   if (given.has('--scenario')) {
@@ -124,6 +130,10 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
   if (given.has('--rounds')) o.rounds = positive('--rounds', given.get('--rounds'), true)
   if (given.has('--minute')) o.minuteSec = positive('--minute', given.get('--minute'), false)
   if (given.has('--nodes')) o.nodes = positive('--nodes', given.get('--nodes'), true)
+  if (given.has('--fleet-spread')) {
+    const v = given.get('--fleet-spread')
+    o.fleetSpreadSec = v === '0' ? 0 : positive('--fleet-spread', v, false)
+  }
   if (given.has('--baseline')) {
     const v = given.get('--baseline') ?? ''
     const revs = v === 'none' ? [] : v.split(',').map((r) => r.trim())

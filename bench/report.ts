@@ -341,7 +341,7 @@ function renderFleet(r: BenchResults): string[] {
   out.push('## 5. Fleet')
   out.push('')
   out.push(
-    `${f0.nodes} provider processes as ${f0.nodes} nodes, ${f0.podsPerNode} pods each (${f0.nodes * f0.podsPerNode} pods) mounting ${f0.objectsPerPod} objects (5 KV values, a database credential's username and password) at once, against one OpenBao. Counts from its audit log; the busiest second from the audit entries' timestamps.`,
+    `${f0.nodes} provider processes as ${f0.nodes} nodes, ${f0.podsPerNode} pods each (${f0.nodes * f0.podsPerNode} pods) mounting ${f0.objectsPerPod} objects (5 KV values, a database credential's username and password) against one OpenBao; the nodes' pods start node by node over ${f0.spreadSec} s (node i at ${f0.spreadSec} s × i / ${f0.nodes}), all pods of a node at once. Counts from its audit log; the busiest second from the audit entries' timestamps.`,
   )
   out.push('')
   out.push(

@@ -10,18 +10,23 @@ import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
 t.test('options: fleet nodes and baselines', async (t) => {
   const full = parseOptions([], '/out')
   if (full === 'help') throw new Error('unexpected help')
-  t.equal(full.nodes, 20)
+  t.equal(full.nodes, 10)
+  t.equal(full.fleetSpreadSec, 30)
   t.same(full.baselines, [DEFAULT_BASELINE], 'a full run compares against the build before issue 12')
   t.ok(full.scenarios.includes('fleet'))
   const quick = parseOptions(['--quick'], '/out')
   if (quick === 'help') throw new Error('unexpected help')
   t.equal(quick.nodes, 2)
+  t.equal(quick.fleetSpreadSec, 0)
   t.same(quick.baselines, [])
   const given = parseOptions(['--nodes', '5', '--baseline=abc1234,main', '--scenario', 'fleet'], '/out')
   if (given === 'help') throw new Error('unexpected help')
   t.equal(given.nodes, 5)
   t.same(given.baselines, ['abc1234', 'main'])
   t.same(given.scenarios, ['fleet'])
+  const allAtOnce = parseOptions(['--fleet-spread', '0'], '/out')
+  if (allAtOnce === 'help') throw new Error('unexpected help')
+  t.equal(allAtOnce.fleetSpreadSec, 0)
   const none = parseOptions(['--baseline', 'none'], '/out')
   if (none === 'help') throw new Error('unexpected help')
   t.same(none.baselines, [])
@@ -65,6 +70,7 @@ t.test('projection: n nodes cost n times one node', async (t) => {
     variant: 'ours (pod)',
     nodes: 2,
     podsPerNode: 110,
+    spreadSec: 0,
     objectsPerPod: 7,
     ok: 220,
     failed: 0,
