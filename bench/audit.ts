@@ -48,16 +48,21 @@ export function emptyCounts(): VaultCounts {
 
 interface AuditEntry {
   type?: string
+  /** RFC 3339 with fractional seconds, e.g. 2026-11-30T11:20:01.123456789Z. */
+  time?: string
   error?: string
   auth?: { policies?: string[] }
   request?: { path?: string; operation?: string }
   response?: { secret?: { lease_id?: string }; auth?: { client_token?: string } }
 }
 
-/** Classifies one response entry into `c`. Requests made with the root token (the harness) are skipped. */
-export function countEntry(c: VaultCounts, e: AuditEntry): void {
-  if (e.type !== 'response') return
-  if (e.auth?.policies?.includes('root') === true) return
+/**
+ * Classifies one response entry into `c`. Requests made with the root token (the harness) are
+ * skipped. Returns whether the entry was a provider's request.
+ */
+export function countEntry(c: VaultCounts, e: AuditEntry): boolean {
+  if (e.type !== 'response') return false
+  if (e.auth?.policies?.includes('root') === true) return false
   const path = e.request?.path ?? ''
   const op = e.request?.operation ?? ''
   const failed = typeof e.error === 'string' && e.error !== ''
@@ -66,11 +71,11 @@ export function countEntry(c: VaultCounts, e: AuditEntry): void {
   if (/^auth\/[^/]+\/login(\/|$)/.test(path)) {
     if (failed) c.loginFailures++
     else c.logins++
-    return
+    return true
   }
   if (failed) {
     c.errors++
-    return
+    return true
   }
   if (e.response?.secret?.lease_id) c.leasesCreated++
   if (path === 'auth/token/renew-self' || path === 'auth/token/renew') c.tokenRenewals++
@@ -81,16 +86,34 @@ export function countEntry(c: VaultCounts, e: AuditEntry): void {
   else if (/^pki\/issue\//.test(path)) c.certs++
   else if (/^secret\//.test(path) && op === 'read') c.kvReads++
   else c.other++
+  return true
 }
 
-/** Reads the audit log from byte `offset` on; returns the counts and the new offset. */
-export async function countAuditSince(file: string, offset: number): Promise<{ counts: VaultCounts; offset: number }> {
+/** Every provider request counted (the sum over byPath). */
+export function totalRequests(c: VaultCounts): number {
+  return Object.values(c.byPath).reduce((a, b) => a + b, 0)
+}
+
+/** The largest number of provider requests OpenBao finished within one calendar second. */
+export function peakPerSecond(perSecond: Record<string, number>): number {
+  return Math.max(0, ...Object.values(perSecond))
+}
+
+/**
+ * Reads the audit log from byte `offset` on; returns the counts, the new offset and the provider
+ * requests per second of the audit entries' own timestamps ("YYYY-MM-DDTHH:MM:SS" → count).
+ */
+export async function countAuditSince(
+  file: string,
+  offset: number,
+): Promise<{ counts: VaultCounts; offset: number; perSecond: Record<string, number> }> {
   const counts = emptyCounts()
+  const perSecond: Record<string, number> = {}
   const size = await stat(file).then(
     (s) => s.size,
     () => 0,
   )
-  if (size <= offset) return { counts, offset }
+  if (size <= offset) return { counts, offset, perSecond }
   const fh = await open(file, 'r')
   try {
     const buf = Buffer.alloc(size - offset)
@@ -100,12 +123,16 @@ export async function countAuditSince(file: string, offset: number): Promise<{ c
     for (const line of buf.subarray(0, end).toString('utf8').split('\n')) {
       if (line.trim() === '') continue
       try {
-        countEntry(counts, JSON.parse(line) as AuditEntry)
+        const e = JSON.parse(line) as AuditEntry
+        if (countEntry(counts, e) && typeof e.time === 'string') {
+          const sec = e.time.slice(0, 19)
+          perSecond[sec] = (perSecond[sec] ?? 0) + 1
+        }
       } catch {
         /* not JSON: skip */
       }
     }
-    return { counts, offset: offset + end }
+    return { counts, offset: offset + end, perSecond }
   } finally {
     await fh.close()
   }

@@ -66,7 +66,8 @@ export async function makePods(
 }
 
 /**
- * The attributes the driver sends for `pod`: the SecretProviderClass parameters, then the
+ * The attributes the driver sends for `pod`: the SecretProviderClass parameters (with
+ * `audience: vault` for both providers), then the
  * kubelet's pod keys and the driver-minted token for audience `vault` (so neither provider
  * calls TokenRequest). `extra` overrides SPC parameters (e.g. a per-pod vaultAddress).
  */
@@ -74,6 +75,9 @@ export function attributesFor(pod: Pod, objects: SpcObject[], extra: Record<stri
   const attrs: Record<string, string> = {
     roleName: ROLE,
     vaultKubernetesMountPath: AUTH_MOUNT,
+    // Both providers look the driver-minted token up under this audience (openbao-csi-provider's
+    // default is `openbao`; without this it would fall back to TokenRequest).
+    audience: 'vault',
     objects: stringify(objects),
     secretProviderClass: 'bench-spc',
     ...extra,

@@ -1,11 +1,11 @@
 // `npm run bench` (bash bench/run.sh → node dist/bench/main.js [options]):
-// the side-by-side benchmark of issue 3. Starts one OpenBao (and PostgreSQL),
+// the side-by-side benchmark of issues 3 and 12. Starts one OpenBao (and PostgreSQL),
 // runs every scenario against our provider (both identity scopes where the
 // scope matters) and, when it could be installed, the reference provider, on
 // the same OpenBao, counts what OpenBao did from its audit log, and writes
 // results.md, results.json and chart.svg.
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import { cpus, hostname, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -26,33 +26,63 @@ import {
   type Variant,
 } from './scenarios.js'
 import { startWorld, TTL, type World } from './world.js'
+import { runFleet } from './fleet.js'
+import { renderSummary, summariseFile } from './profile.js'
 
 export const DEFAULT_OUT_DIR = join(PACKAGE_ROOT, 'bench', 'results')
 /** Written by bench/run.sh: the module it tried to install and, on failure, why. */
 export const REFERENCE_STATUS_FILE = join(PACKAGE_ROOT, '.cache', 'bench', 'reference-status.json')
 
 function referenceInfo(wanted: boolean): ReferenceInfo {
-  let module = 'github.com/hashicorp/vault-csi-provider@v1.4.0'
-  if (process.env['VCP_REFERENCE_BIN'] !== undefined) module = `VCP_REFERENCE_BIN=${process.env['VCP_REFERENCE_BIN']}`
+  let info: ReferenceInfo = {
+    available: false,
+    module: 'openbao-csi-provider@2.0.2',
+    name: 'openbao-csi-provider',
+    version: '2.0.2',
+    how: 'bash ../shared/reference/build.sh (bench/run.sh)',
+  }
   let reason: string | undefined
-  // An explicit VCP_REFERENCE_BIN wins over what bench/run.sh recorded.
-  if (process.env['VCP_REFERENCE_BIN'] === undefined && existsSync(REFERENCE_STATUS_FILE)) {
+  if (process.env['VCP_REFERENCE_BIN'] !== undefined) {
+    // An explicit VCP_REFERENCE_BIN wins over what bench/run.sh recorded.
+    info = { available: false, module: `VCP_REFERENCE_BIN=${process.env['VCP_REFERENCE_BIN']}`, how: 'given' }
+  } else if (existsSync(REFERENCE_STATUS_FILE)) {
     const st = JSON.parse(readFileSync(REFERENCE_STATUS_FILE, 'utf8')) as {
       module?: string
+      name?: string
+      version?: string
+      how?: string
       ok?: boolean
       error?: string
     }
-    module = st.module ?? module
+    info = { available: false, module: st.module ?? info.module, name: st.name, version: st.version, how: st.how }
     // The registry's address stays out of reports (they may be committed as samples).
     const error = (st.error ?? 'unknown error').replace(/https?:\/\/\S+/g, '<module proxy URL>')
-    if (st.ok !== true) reason = `\`go install ${module}\` failed: ${error}`
+    if (st.ok !== true) reason = `${st.how ?? 'installing it'} failed: ${error}`
   }
-  if (!wanted) return { available: false, module, reason: '--no-reference' }
-  if (reason === undefined && !existsSync(REFERENCE_BIN))
-    reason = `${REFERENCE_BIN} not found (bench/run.sh installs it)`
+  if (!wanted) return { ...info, reason: '--no-reference' }
+  if (reason === undefined && !existsSync(REFERENCE_BIN)) reason = `${REFERENCE_BIN} not found (bench/run.sh builds it)`
   if (reason === undefined && process.getuid?.() !== 0)
     reason = 'needs root for its private mount namespace (unshare -m)'
-  return reason === undefined ? { available: true, module } : { available: false, module, reason }
+  return reason === undefined ? { ...info, available: true } : { ...info, reason }
+}
+
+/** Where bench/run.sh builds an older revision of ours, and the variant that runs it. */
+function baselineVariant(rev: string): Variant {
+  let short = rev
+  try {
+    short = execFileSync('git', ['-C', PACKAGE_ROOT, 'rev-parse', '--short=7', `${rev}^{commit}`], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim()
+  } catch {
+    /* not a revision here: the missing build says so when the variant starts */
+  }
+  return {
+    label: `ours@${short}`,
+    kind: 'ours',
+    args: [],
+    main: join(PACKAGE_ROOT, '.cache', 'bench', `baseline-${short}`, 'dist', 'src', 'main.js'),
+  }
 }
 
 function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
@@ -64,13 +94,28 @@ function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
     `Load: the Secrets Store CSI driver's own client code (sigs.k8s.io/secrets-store-csi-driver v1.6.0 PluginClientBuilder + MountContent) in test/driver-client, mode \`mount-many\`: one process, one gRPC connection, N concurrent Mounts, files written by the kubelet atomic writer, per-call timing of the Mount RPC (client interceptor) and of the whole MountContent.`,
     `Churn time: one simulated minute = ${o.minuteSec} s real; round k starts k minutes after the first (or when round k−1 ends, if later: "late" in the per-round table). TTLs stay at production-like values, unscaled (token ${TTL.token}, database credentials ${TTL.dbCreds}, certificates ${TTL.cert}): ten simulated minutes end long before two thirds of any TTL, in simulated and in real time, so the counts are those of ten real minutes. Renewal at a TTL boundary is not exercised here (the integration tests do that).`,
     "Latency: Vault time is measured from the outside by timing HTTP proxies (bench/proxy.ts) between the provider and OpenBao, one per pod (the pod's `vaultAddress`), so each Vault request belongs to exactly one Mount; the proxy's own forwarding time counts as Vault time.",
+    'CPU per Mount: utime + stime of the provider process from /proc/<pid>/stat (clock ticks, usually 10 ms each), read before and after every latency block, summed over the level, divided by its Mounts (and by the Vault requests its timing proxies saw). Everything the process did in that time counts (for the reference, its HMAC Secret GET over HTTPS on every Mount; for ours, timers and GC too).',
+    `Fleet: ${o.nodes} provider processes stand for ${o.nodes} nodes (each its own socket, its own service-account files and read of the HMAC key Secret, its own ${o.pods} pods with their own JWTs); one \`mount-many\` driver client per node, all started together, each mounting its node's pods at once (5 KV values + one database credential, username and password from one lease). Requests, the busiest second and logins come from the audit log (its own timestamps); tokens held = logins − token revocations, leases held = secret leases created − lease revocations, both at the end of the rollout.`,
     "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
     `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.`,
     ref.available
-      ? `Reference: \`${ref.module}\`, default flags, log level info.`
+      ? `Reference: ${ref.name ?? ref.module} ${ref.version ?? ''}, built by ${ref.how ?? 'unknown'}; default flags (its \`-openbao-addr\` where it has no \`-vault-addr\`), log level info; SecretProviderClass parameter \`audience: vault\` for both providers.`
       : `Reference: not run (${(ref.reason ?? '').replace(/\s+/g, ' ')}).`,
   ]
 }
+
+/**
+ * profiles/summary.md: where each profiled provider spent its CPU, start-up excluded (the first
+ * 1.5 s of the process: start-up, then the warm-up Mounts of the latency scenario).
+ */
+async function writeProfileSummaries(dir: string, log: (msg: string) => void): Promise<void> {
+  const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.cpuprofile')).sort()
+  const parts = ['# CPU profiles of our provider', '']
+  for (const f of files) parts.push(renderSummary(f, await summariseFile(join(dir, f), PROFILE_SKIP_MS)))
+  await writeFile(join(dir, 'summary.md'), parts.join('\n'))
+  log(`wrote ${join(dir, 'summary.md')}`)
+}
+const PROFILE_SKIP_MS = 1500
 
 export async function runBench(
   o: BenchOptions,
@@ -110,6 +155,7 @@ export async function runBench(
     churn: [],
     latency: [],
     footprint: [],
+    fleet: [],
     failures: [],
     startups: {},
     notes: notes(o, reference),
@@ -130,6 +176,9 @@ export async function runBench(
   }
   const ref: Variant[] = reference.available ? [{ label: 'reference', kind: 'reference', args: [] }] : []
   const oursDefault = ours.filter((v) => v.args.length === 0)
+  // One row per identity scope (not the freshness setting, which changes nothing on a warm Mount).
+  const oursScopes = ours.filter((v) => !v.label.includes('freshness'))
+  const baselines = o.baselines.map(baselineVariant)
 
   let world: World | undefined
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -139,7 +188,7 @@ export async function runBench(
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   try {
-    world = await startWorld({ database: o.scenarios.includes('churn'), log })
+    world = await startWorld({ database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'), log })
     const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
     if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
     const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir }
@@ -173,7 +222,7 @@ export async function runBench(
     }
     if (o.scenarios.includes('latency')) {
       try {
-        const lat = await runLatency(ctx, [...oursDefault, ...ref], o.latencyMounts)
+        const lat = await runLatency(ctx, [...oursScopes, ...baselines, ...ref], o.latencyMounts)
         results.latency.push(...lat.results)
         results.failures.push(...lat.failures)
         for (const f of lat.failures) log(`${f.variant} failed: ${f.error.split('\n')[0] ?? ''}`)
@@ -184,8 +233,13 @@ export async function runBench(
       }
     }
     if (o.scenarios.includes('footprint')) {
-      for (const v of [...oursDefault, ...ref]) {
+      for (const v of [...oursDefault, ...baselines, ...ref]) {
         await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods), results.footprint)
+      }
+    }
+    if (o.scenarios.includes('fleet')) {
+      for (const v of [...oursScopes, ...ref]) {
+        await attempt(v, 'fleet', () => runFleet(ctx, v, o.nodes, o.pods, o.fleetSpreadSec), results.fleet)
       }
     }
   } finally {
@@ -199,6 +253,7 @@ export async function runBench(
   await writeFile(join(o.outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n')
   await writeFile(join(o.outDir, 'results.md'), renderMarkdown(results))
   await writeFile(join(o.outDir, 'chart.svg'), renderSvg(results))
+  if (o.profile) await writeProfileSummaries(join(o.outDir, 'profiles'), log)
   log(`wrote ${join(o.outDir, 'results.md')}, results.json and chart.svg`)
   return results
 }

@@ -1,5 +1,5 @@
 // Command-line options of `npm run bench` (node dist/bench/main.js [options]).
-export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint'] as const
+export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint', 'fleet'] as const
 export type Scenario = (typeof SCENARIOS)[number]
 
 export interface BenchOptions {
@@ -23,17 +23,35 @@ export interface BenchOptions {
   quick: boolean
   /** Write a V8 CPU profile of each of our provider's processes into <out>/profiles. */
   profile: boolean
+  /** Provider processes ("nodes") in the fleet scenario. */
+  nodes: number
+  /** Fleet: the nodes' pods start one node after another over this many seconds (0: all at once). */
+  fleetSpreadSec: number
+  /**
+   * Older builds of ours run as extra variants "ours@<rev>" (latency and footprint), built by
+   * bench/run.sh into .cache/bench/baseline-<rev>/. Empty: none.
+   */
+  baselines: string[]
 }
+
+/** The build before the issue-12 work: the default baseline of a full run. */
+export const DEFAULT_BASELINE = '9064202'
 
 export const USAGE = `usage: npm run bench -- [options]
 
-  --scenario LIST    storm,churn,latency,footprint (comma-separated; default: all)
+  --scenario LIST    storm,churn,latency,footprint,fleet (comma-separated; default: all)
   --pods N           pods per node (default 110)
+  --nodes N          provider processes in the fleet scenario (default 10)
+  --fleet-spread SEC the fleet's nodes start their pods one after another over SEC seconds
+                     (default 30; 0: every pod of every node at once)
+  --baseline REVS    older builds of ours to run as extra variants, comma-separated git revisions
+                     (default ${DEFAULT_BASELINE}, the build before issue 12; "none": no baseline)
   --rounds N         republish rounds in the churn scenario (default 10)
   --minute SEC       real seconds per simulated minute in the churn scenario (default 3)
   --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
   --repeat N         storm runs per variant, median reported (default 3)
-  --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts)
+  --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts,
+                     2 fleet nodes, no baseline)
   --no-reference     run our provider only
   --profile          write a CPU profile of each of our provider processes to <out>/profiles
   --out DIR          output directory (default bench/results)
@@ -66,7 +84,19 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     given.set(name, eq > 0 ? a.slice(eq + 1) : argv[++i])
   }
   if (given.has('-h') || given.has('--help')) return 'help'
-  const known = ['--scenario', '--pods', '--rounds', '--minute', '--latency-mounts', '--repeat', '--out', ...flags]
+  const known = [
+    '--scenario',
+    '--pods',
+    '--rounds',
+    '--minute',
+    '--latency-mounts',
+    '--repeat',
+    '--out',
+    '--nodes',
+    '--fleet-spread',
+    '--baseline',
+    ...flags,
+  ]
   for (const k of given.keys()) if (!known.includes(k)) throw new UsageError(`unknown option ${k}`)
 
   const quick = given.has('--quick')
@@ -82,6 +112,9 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     outDir: given.get('--out') ?? defaultOutDir,
     quick,
     profile: given.has('--profile'),
+    nodes: quick ? 2 : 10,
+    fleetSpreadSec: quick ? 0 : 30,
+    baselines: quick ? [] : [DEFAULT_BASELINE],
   }
   if (given.has('--scenario')) {
     const list = (given.get('--scenario') ?? '').split(',').map((s) => s.trim())
@@ -96,6 +129,20 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
   if (given.has('--repeat')) o.repeat = positive('--repeat', given.get('--repeat'), true)
   if (given.has('--rounds')) o.rounds = positive('--rounds', given.get('--rounds'), true)
   if (given.has('--minute')) o.minuteSec = positive('--minute', given.get('--minute'), false)
+  if (given.has('--nodes')) o.nodes = positive('--nodes', given.get('--nodes'), true)
+  if (given.has('--fleet-spread')) {
+    const v = given.get('--fleet-spread')
+    o.fleetSpreadSec = v === '0' ? 0 : positive('--fleet-spread', v, false)
+  }
+  if (given.has('--baseline')) {
+    const v = given.get('--baseline') ?? ''
+    const revs = v === 'none' ? [] : v.split(',').map((r) => r.trim())
+    for (const r of revs) {
+      // A git revision, used in a path and a variant label: hex or a plain ref name.
+      if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/.test(r)) throw new UsageError(`--baseline: not a git revision: ${r}`)
+    }
+    o.baselines = revs
+  }
   if (given.has('--latency-mounts')) {
     o.latencyMounts = positive('--latency-mounts', given.get('--latency-mounts'), true)
   }

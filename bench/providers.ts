@@ -37,6 +37,22 @@ export interface ProviderUnderTest {
   stop(): Promise<void>
   /** VmRSS / VmHWM from /proc/<pid>/status, in KiB. */
   memory(): Promise<{ rssKiB: number; hwmKiB: number }>
+  /** CPU time the process has used so far (utime + stime from /proc/<pid>/stat), in ms. */
+  cpuMs(): Promise<number>
+}
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux unless getconf says otherwise). */
+const CLK_TCK = (() => {
+  const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })
+  const v = Number((r.stdout ?? '').trim())
+  return Number.isInteger(v) && v > 0 ? v : 100
+})()
+
+/** utime + stime (ms) from the text of /proc/<pid>/stat; the command name may hold spaces and parentheses. */
+export function cpuMsFromStat(stat: string, ticksPerSec = CLK_TCK): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  // After "pid (comm) ": field 3 (state) is index 0, so utime (14) and stime (15) are 11 and 12.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSec
 }
 
 export interface StartSpec {
@@ -51,6 +67,8 @@ export interface StartSpec {
   args?: string[]
   /** Extra node flags for ours (e.g. --cpu-prof). */
   nodeArgs?: string[]
+  /** Ours: the daemon's main.js (an older build for a baseline variant); default OUR_MAIN. */
+  main?: string
 }
 
 const live = new Set<ChildProcess>()
@@ -60,15 +78,29 @@ process.on('exit', () => {
 
 /**
  * The reference's flags are read from its own `-help` (Go's flag package prints `  -name` lines);
- * a flag it does not list is not passed, so another version of it still starts.
+ * a flag it does not list is not passed, so another version of it still starts. openbao-csi-provider
+ * renamed `-vault-*` to `-openbao-*`: when `-vault-addr` is not listed but `-openbao-addr` is, the
+ * value goes to the latter.
  */
-function referenceFlags(bin: string, wanted: string[]): string[] {
+export function referenceFlags(help: string, wanted: string[]): string[] {
+  const listed = (name: string): boolean =>
+    new RegExp(`^\\s+-{1,2}${name.replace(/[-]/g, '\\-')}(\\s|$)`, 'm').test(help)
+  const out: string[] = []
+  for (const f of wanted) {
+    const m = /^-+([^=]+)(=.*)?$/.exec(f)
+    if (!m) continue
+    const name = m[1]!
+    if (listed(name)) out.push(f)
+    else if (name.startsWith('vault-') && listed(`openbao-${name.slice(6)}`)) {
+      out.push(`-openbao-${name.slice(6)}${m[2] ?? ''}`)
+    }
+  }
+  return out
+}
+
+function referenceHelp(bin: string): string {
   const r = spawnSync(bin, ['-help'], { encoding: 'utf8', timeout: 10_000 })
-  const help = `${r.stdout ?? ''}${r.stderr ?? ''}`
-  return wanted.filter((f) => {
-    const name = /^-+([^=]+)/.exec(f)?.[1]
-    return name !== undefined && new RegExp(`^\\s+-{1,2}${name.replace(/[-]/g, '\\-')}(\\s|$)`, 'm').test(help)
-  })
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`
 }
 
 export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnderTest> {
@@ -93,9 +125,10 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
   let cmd: string
   let argv: string[]
   if (s.kind === 'ours') {
-    if (!existsSync(OUR_MAIN)) throw new Error(`${OUR_MAIN} missing: run npm run build first`)
+    const main = s.main ?? OUR_MAIN
+    if (!existsSync(main)) throw new Error(`${main} missing: run npm run build (or bench/run.sh for a baseline) first`)
     cmd = process.execPath
-    argv = [...(s.nodeArgs ?? []), OUR_MAIN, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
+    argv = [...(s.nodeArgs ?? []), main, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
   } else {
     if (!existsSync(REFERENCE_BIN)) throw new Error(`${REFERENCE_BIN} missing`)
     const sa = '/run/secrets/kubernetes.io/serviceaccount'
@@ -109,7 +142,7 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
     ].join('\n')
     env['BENCH_SA_DIR'] = s.saDir
     cmd = 'unshare'
-    const flags = referenceFlags(REFERENCE_BIN, [...common, ...(s.args ?? [])])
+    const flags = referenceFlags(referenceHelp(REFERENCE_BIN), [...common, ...(s.args ?? [])])
     if (!flags.some((f) => f.startsWith('-endpoint=')))
       throw new Error(`${REFERENCE_BIN} -help lists no -endpoint flag`)
     argv = ['--mount', '--propagation', 'private', 'sh', '-c', script, REFERENCE_BIN, ...flags]
@@ -153,6 +186,9 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
         await exitedP
         clearTimeout(t)
       }
+    },
+    async cpuMs() {
+      return cpuMsFromStat(await readFile(`/proc/${pid}/stat`, 'utf8'))
     },
     async memory() {
       const status = await readFile(`/proc/${pid}/status`, 'utf8')

@@ -2,10 +2,17 @@
 // and chart.svg (a hand-written SVG of small bar charts, one per figure).
 import type { ChurnResult, Failed, FootprintResult, LatencyResult, StormResult } from './scenarios.js'
 import type { BenchOptions } from './options.js'
+import { perNode, projections, PROJECTION } from './economy.js'
+import type { FleetResult } from './fleet.js'
 
 export interface ReferenceInfo {
   available: boolean
   module: string
+  /** e.g. openbao-csi-provider */
+  name?: string
+  version?: string
+  /** How it was built or installed. */
+  how?: string
   /** Why it is missing, when it is. */
   reason?: string
 }
@@ -20,6 +27,7 @@ export interface BenchResults {
   churn: ChurnResult[]
   latency: LatencyResult[]
   footprint: FootprintResult[]
+  fleet: FleetResult[]
   failures: Failed[]
   startups: Record<string, number[]>
   /** What the harness faked, in words. */
@@ -67,7 +75,7 @@ export function renderMarkdown(r: BenchResults): string {
   )
   out.push(
     r.reference.available
-      ? `Reference: \`${r.reference.module}\`.`
+      ? `Reference: **${r.reference.name ?? r.reference.module} ${r.reference.version ?? ''}**, built by \`${r.reference.how ?? 'unknown'}\`.`
       : `Reference: **not run** — ${(r.reference.reason ?? 'disabled').replace(/\s+/g, ' ').replace(/\.+$/, '')}. Ratios are "n/a".`,
   )
   out.push('')
@@ -206,7 +214,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 3. Latency (warm)')
     out.push('')
     out.push(
-      'One Mount of 5 KV objects, after a warm-up Mount per pod; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Mount = the Mount RPC at the driver client; Vault = union of that Mount\'s Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod\'s `vaultAddress`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead).',
+      "One Mount of 5 KV objects, after a warm-up Mount per pod; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Mount = the Mount RPC at the driver client; Vault = union of that Mount's Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod's `vaultAddress`); overhead = Mount − Vault. \"K8s API\" is time inside the HMAC Secret GET during the Mount (part of the overhead). CPU = utime + stime of the provider process over the level's Mounts (/proc/<pid>/stat), per Mount and per Vault request.",
     )
     out.push('')
     const rows: string[][] = []
@@ -226,7 +234,10 @@ export function renderMarkdown(r: BenchResults): string {
           n(lv.kubeMeanMs, 2),
           n(lv.vaultCallsPerMount, 2),
           n(lv.mountsPerSec, 0),
+          n(lv.cpuMsPerMount, 2),
+          n(lv.cpuMsPerVaultRequest, 2),
           l.variant === REF ? '' : ratio(lv.mountP50Ms, ref?.mountP50Ms),
+          l.variant === REF ? '' : ratio(lv.cpuMsPerMount, ref?.cpuMsPerMount),
         ])
       }
     }
@@ -245,7 +256,10 @@ export function renderMarkdown(r: BenchResults): string {
           'K8s API mean',
           'Vault req./Mount',
           'Mounts/s',
+          'CPU ms/Mount',
+          'CPU ms/Vault req.',
           'p50 vs ref',
+          'CPU vs ref',
         ],
         rows,
       ),
@@ -299,6 +313,17 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('')
   }
 
+  if (r.fleet.length > 0) out.push(...renderFleet(r))
+
+  out.push('## Targets of issue 12')
+  out.push('')
+  out.push(
+    'Each against the reference (or the baseline build) in this run. The machine is shared: times are noisy, ratios within one run are what counts.',
+  )
+  out.push('')
+  out.push(table(['target', 'variant', 'measured', 'verdict'], targets12(r)))
+  out.push('')
+
   out.push('## Targets of issue 3')
   out.push('')
   out.push(table(['target', 'measured', 'verdict'], targets(r)))
@@ -308,6 +333,198 @@ export function renderMarkdown(r: BenchResults): string {
   for (const note of r.notes) out.push(`- ${note}`)
   out.push('')
   return out.join('\n')
+}
+
+function renderFleet(r: BenchResults): string[] {
+  const out: string[] = []
+  const f0 = r.fleet[0]!
+  out.push('## 5. Fleet')
+  out.push('')
+  out.push(
+    `${f0.nodes} provider processes as ${f0.nodes} nodes, ${f0.podsPerNode} pods each (${f0.nodes * f0.podsPerNode} pods) mounting ${f0.objectsPerPod} objects (5 KV values, a database credential's username and password) against one OpenBao; the nodes' pods start node by node over ${f0.spreadSec} s (node i at ${f0.spreadSec} s × i / ${f0.nodes}), all pods of a node at once. Counts from its audit log; the busiest second from the audit entries' timestamps.`,
+  )
+  out.push('')
+  out.push(
+    table(
+      [
+        'variant',
+        'Mounts ok',
+        'failed',
+        'Vault requests',
+        'per pod',
+        'busiest second (req/s)',
+        'seconds with requests',
+        'logins',
+        'KV reads',
+        'DB credentials',
+        'tokens held',
+        'leases held',
+        'HMAC Secret GETs',
+        'all pods done (ms)',
+        'node done p50 / max (ms)',
+        'requests vs ref',
+      ],
+      r.fleet.map((f) => {
+        const ref = r.fleet.find((x) => x.variant === REF)
+        return [
+          f.variant,
+          n(f.ok),
+          n(f.failed),
+          n(f.requests),
+          n(f.requests / (f.nodes * f.podsPerNode), 2),
+          n(f.peakPerSec),
+          n(f.activeSeconds),
+          n(f.counts.logins),
+          n(f.counts.kvReads),
+          n(f.counts.dbCreds),
+          n(f.tokensHeld),
+          n(f.leasesHeld),
+          n(f.hmacGets),
+          n(f.allDoneMs),
+          `${n(f.nodeDoneP50Ms)} / ${n(f.nodeDoneMaxMs)}`,
+          f.variant === REF ? '' : ratio(f.requests, ref?.requests),
+        ]
+      }),
+    ),
+  )
+  for (const f of r.fleet.filter((x) => x.sampleError)) out.push(`\n${f.variant}: first failure: \`${f.sampleError}\``)
+  out.push('')
+  const rows = projections(r.fleet)
+  if (rows.length > 0) {
+    out.push('### What a cluster costs Vault (projection from the per-node figures above)')
+    out.push('')
+    out.push(
+      `Assumptions: every node like the measured ones (${f0.podsPerNode} pods per node, the same SecretProviderClass, each provider with its own cache and tokens, so a cluster of n nodes costs n × one node); a full-cluster rollout (every pod re-created) spread evenly over ${PROJECTION.spreadsSec.map((s) => `${s / 60} min`).join(' or ')}; tokens live for the auth role's TTL (1 h here) and database leases for the engine's TTL (1 h here), so "held" is what Vault tracks right after the rollout; Vault's lease count is tokens + leases. Per node: ${r.fleet
+        .filter((f) => f.failed === 0)
+        .map((f) => {
+          const p = perNode(f)
+          return `${f.variant} ${n(p.requests, 1)} requests, ${n(p.logins, 1)} logins, ${n(p.tokensHeld, 1)} tokens, ${n(p.leasesHeld, 1)} leases`
+        })
+        .join('; ')}. Recompute: bench/economy.ts (\`project\`).`,
+    )
+    out.push('')
+    out.push(
+      table(
+        [
+          'variant',
+          'nodes',
+          'Vault requests',
+          ...PROJECTION.spreadsSec.map((s) => `req/s over ${s / 60} min`),
+          'logins',
+          'tokens held',
+          'leases held',
+        ],
+        rows.map((x) => [
+          x.variant,
+          n(x.nodes),
+          n(x.requests),
+          ...x.requestsPerSec.map((v) => n(v, 0)),
+          n(x.logins),
+          n(x.tokensHeld),
+          n(x.leasesHeld),
+        ]),
+      ),
+    )
+    out.push('')
+  }
+  return out
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!
+}
+
+/** The targets of issue 12, one row per variant of ours, each against the reference or baseline of this run. */
+function targets12(r: BenchResults): string[][] {
+  const rows: string[][] = []
+  const refLat = r.latency.find((l) => l.variant === REF)
+  const isBaseline = (v: string): boolean => v.startsWith('ours@')
+  const level = (l: LatencyResult | undefined, c: number): LatencyResult['levels'][number] | undefined =>
+    l?.levels.find((x) => x.concurrency === c)
+  for (const l of r.latency.filter((x) => x.variant !== REF)) {
+    for (const c of [1, 8]) {
+      const lv = level(l, c)
+      const ref = level(refLat, c)
+      if (!lv) continue
+      rows.push([
+        `CPU per warm Mount (5 KV) at concurrency ${c} ≤ 1.0× the reference`,
+        l.variant,
+        ref
+          ? `${n(lv.cpuMsPerMount, 2)} vs ${n(ref.cpuMsPerMount, 2)} ms (${ratio(lv.cpuMsPerMount, ref.cpuMsPerMount)}); per Vault request ${n(lv.cpuMsPerVaultRequest, 2)} vs ${n(ref.cpuMsPerVaultRequest, 2)} ms`
+          : `${n(lv.cpuMsPerMount, 2)} ms (per Vault request ${n(lv.cpuMsPerVaultRequest, 2)} ms), no reference`,
+        isBaseline(l.variant) ? 'baseline' : verdict(ref ? lv.cpuMsPerMount <= ref.cpuMsPerMount : undefined),
+      ])
+    }
+  }
+  for (const l of r.latency.filter((x) => x.variant !== REF)) {
+    const c1 = level(l, 1)
+    const c8 = level(l, 8)
+    if (c1) {
+      rows.push([
+        'provider overhead p50 ≤ 1 ms at concurrency 1',
+        l.variant,
+        `${n(c1.overheadP50Ms, 2)} ms${refLat ? ` (reference ${n(level(refLat, 1)?.overheadP50Ms, 2)} ms)` : ''}`,
+        isBaseline(l.variant) ? 'baseline' : verdict(c1.failed === 0 ? c1.overheadP50Ms <= 1 : false),
+      ])
+    }
+    if (c8) {
+      rows.push([
+        'provider overhead p99 ≤ 10 ms at concurrency 8',
+        l.variant,
+        `${n(c8.overheadP99Ms, 2)} ms${refLat ? ` (reference ${n(level(refLat, 8)?.overheadP99Ms, 2)} ms)` : ''}`,
+        isBaseline(l.variant) ? 'baseline' : verdict(c8.failed === 0 ? c8.overheadP99Ms <= 10 : false),
+      ])
+    }
+  }
+  const refFoot = r.footprint.find((f) => f.variant === REF)
+  const refStart = median(r.startups[REF] ?? [])
+  for (const f of r.footprint.filter((x) => x.variant !== REF)) {
+    const b = isBaseline(f.variant)
+    rows.push([
+      'idle RSS ≤ 60 MiB (image Node flags)',
+      f.variant,
+      `${mib(f.idleRssKiB)} MiB${refFoot ? ` (reference ${mib(refFoot.idleRssKiB)} MiB, ${ratio(f.idleRssKiB, refFoot.idleRssKiB)})` : ''}`,
+      b ? 'baseline' : verdict(f.idleRssKiB <= 60 * 1024),
+    ])
+    rows.push([
+      `storm peak RSS ≤ 100 MiB (${r.options.pods} pods × 10 files of 10 KiB)`,
+      f.variant,
+      `${mib(f.peakRssKiB)} MiB${refFoot ? ` (reference ${mib(refFoot.peakRssKiB)} MiB, ${ratio(f.peakRssKiB, refFoot.peakRssKiB)})` : ''}`,
+      b ? 'baseline' : verdict(f.storm.failed === 0 && f.peakRssKiB <= 100 * 1024),
+    ])
+    const starts = r.startups[f.variant] ?? [f.startupMs]
+    const med = median(starts)
+    rows.push([
+      'spawn → serving ≤ 150 ms (median of the run’s start-ups)',
+      f.variant,
+      `${n(med)} ms over ${starts.length} start-up(s)${Number.isFinite(refStart) ? ` (reference ${n(refStart)} ms, ${ratio(med, refStart)})` : ''}`,
+      b ? 'baseline' : verdict(med <= 150),
+    ])
+  }
+  const baselines = r.latency.filter((x) => isBaseline(x.variant))
+  for (const l of r.latency.filter((x) => x.variant !== REF && !isBaseline(x.variant))) {
+    const c8 = level(l, 8)
+    if (!c8) continue
+    if (baselines.length === 0) {
+      rows.push([
+        'warm Mounts/s at concurrency 8 ≥ 2× today’s build',
+        l.variant,
+        `${n(c8.mountsPerSec)} Mounts/s; no baseline run (\`--baseline 9064202\`)`,
+        'n/a',
+      ])
+    }
+    for (const b of baselines) {
+      const b8 = level(b, 8)
+      rows.push([
+        `warm Mounts/s at concurrency 8 ≥ 2× ${b.variant}`,
+        l.variant,
+        `${n(c8.mountsPerSec)} vs ${n(b8?.mountsPerSec)} Mounts/s (${ratio(c8.mountsPerSec, b8?.mountsPerSec)})${refLat ? `; reference ${n(level(refLat, 8)?.mountsPerSec)}` : ''}`,
+        verdict(b8 && c8.failed === 0 ? c8.mountsPerSec >= 2 * b8.mountsPerSec : undefined),
+      ])
+    }
+  }
+  return rows
 }
 
 /** The largest figure over a storm variant's runs (targets hold for every run). */
@@ -480,6 +697,16 @@ function panels(r: BenchResults): Panel[] {
     'Overhead p99, concurrency 8',
     'ms',
     lvl(8, (x) => x.overheadP99Ms),
+  )
+  add(
+    'CPU per warm Mount, concurrency 1',
+    'ms',
+    lvl(1, (x) => x.cpuMsPerMount),
+  )
+  add(
+    'Fleet: Vault requests',
+    'requests',
+    r.fleet.map((f) => ({ variant: f.variant, value: f.requests })),
   )
   add(
     'Idle RSS',

@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs what is missing (scripts/setup.sh: OpenBao, the driver's client,
-# PostgreSQL), builds (npm run build), installs the reference provider from the Go module
-# proxy into .cache/bin, then runs node dist/bench/main.js with the given options.
+# PostgreSQL), builds (npm run build), builds the reference provider into .cache/bin (see below),
+# builds any --baseline revision of ours, then runs node dist/bench/main.js with the given options.
 #
 #   bash bench/run.sh [--scenario storm,churn,latency,footprint] [--pods N] [--quick] [--no-reference] …
 #
-# The reference: github.com/hashicorp/vault-csi-provider@v1.4.0 (the last MPL-2.0 release), or
-# whatever BENCH_REFERENCE_MODULE names (e.g. github.com/openbao/openbao-csi-provider@<version>).
-# When it cannot be installed the benchmark still runs ours and says why in results.md.
+# When the reference cannot be had the benchmark still runs ours and says why in results.md.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,37 +23,114 @@ log "building (npm run build)"
 npm run --silent build
 
 # ------------------------------------------------------------- reference provider
-REF_MODULE="${BENCH_REFERENCE_MODULE:-github.com/hashicorp/vault-csi-provider@v1.4.0}"
+# Default: openbao-csi-provider 2.0.2 (MPL-2.0, the maintained line of HashiCorp's provider), built
+# from the release source kept in the project's shared folder by its build.sh (dependencies from the
+# Go module proxy). The shared folder sits beside the repository (../shared from the repo root);
+# VCP_SHARED_DIR overrides that. In a git worktree elsewhere, the one beside the main checkout is
+# used. BENCH_REFERENCE_MODULE=<module>@<version> instead `go install`s that module.
 mkdir -p .cache/bench .cache/bin
 status=.cache/bench/reference-status.json
 stamp=.cache/bench/reference.stamp
 want_ref=1
 for a in "$@"; do [[ "$a" == "--no-reference" ]] && want_ref=0; done
 json_string() { python3 -c 'import json, sys; print(json.dumps(sys.stdin.read().strip()[-1500:]))'; }
-if [[ "$want_ref" == "1" ]]; then
-  if [[ -x .cache/bin/vault-csi-provider && -f "$stamp" && "$(cat "$stamp")" == "$REF_MODULE" ]]; then
+write_status() { # ok name version how [error]
+  python3 - "$@" >"$status" <<'PYEOF'
+import json, sys
+ok, name, version, how = sys.argv[1:5]
+d = {"ok": ok == "true", "name": name, "version": version, "how": how, "module": f"{name}@{version}"}
+if len(sys.argv) > 5:
+    d["error"] = sys.argv[5][-1500:]
+print(json.dumps(d))
+PYEOF
+}
+shared_dir() {
+  if [[ -n "${VCP_SHARED_DIR:-}" ]]; then printf '%s' "$VCP_SHARED_DIR"; return; fi
+  if [[ -d "$ROOT/../shared/reference" ]]; then (cd "$ROOT/../shared" && pwd); return; fi
+  # A git worktree: the shared folder beside the main checkout (<main>/.git is the common dir).
+  local common
+  common="$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+  if [[ -n "$common" && -d "$common/../../shared/reference" ]]; then (cd "$common/../../shared" && pwd); return; fi
+  printf '%s' "$ROOT/../shared"
+}
+
+if [[ "$want_ref" == "1" && -n "${BENCH_REFERENCE_MODULE:-}" ]]; then
+  REF_MODULE="$BENCH_REFERENCE_MODULE"
+  ref_name="${REF_MODULE%@*}"
+  ref_version="${REF_MODULE##*@}"
+  how="go install $REF_MODULE (BENCH_REFERENCE_MODULE)"
+  if [[ -x .cache/bin/vault-csi-provider && -f "$stamp" && "$(cat "$stamp")" == "$how" ]]; then
     log "reference: $REF_MODULE already installed"
-    printf '{"module": "%s", "ok": true}\n' "$REF_MODULE" >"$status"
+    write_status true "$ref_name" "$ref_version" "$how"
   else
     log "reference: go install $REF_MODULE"
     rm -f "$stamp"
     if out="$(GOBIN="$ROOT/.cache/bench/gobin" CGO_ENABLED=0 go install "$REF_MODULE" 2>&1)"; then
-      # Both candidates build a binary named after their module's last element.
       bin="$(find "$ROOT/.cache/bench/gobin" -maxdepth 1 -type f -name '*csi-provider' | head -n1)"
       if [[ -n "$bin" ]]; then
         mv -f "$bin" .cache/bin/vault-csi-provider
-        printf '%s' "$REF_MODULE" >"$stamp"
-        printf '{"module": "%s", "ok": true}\n' "$REF_MODULE" >"$status"
+        printf '%s' "$how" >"$stamp"
+        write_status true "$ref_name" "$ref_version" "$how"
         log "reference: installed .cache/bin/vault-csi-provider"
       else
-        printf '{"module": "%s", "ok": false, "error": "go install produced no *csi-provider binary"}\n' "$REF_MODULE" >"$status"
+        write_status false "$ref_name" "$ref_version" "$how" "go install produced no *csi-provider binary"
       fi
     else
       log "reference: go install failed (the benchmark runs without it):"
       printf '%s\n' "$out" | sed 's/^/  /' >&2
-      printf '{"module": "%s", "ok": false, "error": %s}\n' "$REF_MODULE" "$(printf '%s' "$out" | json_string)" >"$status"
+      write_status false "$ref_name" "$ref_version" "$how" "$out"
+    fi
+  fi
+elif [[ "$want_ref" == "1" ]]; then
+  shared="$(shared_dir)"
+  build="$shared/reference/build.sh"
+  tarball="$shared/reference/openbao-csi-provider-2.0.2.tar.xz"
+  if [[ ! -f "$build" || ! -f "$tarball" ]]; then
+    log "reference: $build or its source tarball not found (set VCP_SHARED_DIR); running without it"
+    write_status false openbao-csi-provider 2.0.2 "bash $build" "$build or $tarball not found (VCP_SHARED_DIR names the shared folder)"
+  else
+    sum="$(sha256sum "$tarball" | cut -c1-16)"
+    how="bash ../shared/reference/build.sh (release source openbao-csi-provider-2.0.2.tar.xz, sha256 $sum…, Go $(go env GOVERSION 2>/dev/null || echo '?'), CGO_ENABLED=0 -trimpath -ldflags '-s -w')"
+    if [[ -x .cache/bin/vault-csi-provider && -f "$stamp" && "$(cat "$stamp")" == "$how" ]]; then
+      log "reference: openbao-csi-provider 2.0.2 already built"
+      write_status true openbao-csi-provider 2.0.2 "$how"
+    else
+      log "reference: building openbao-csi-provider 2.0.2 with $build (1-2 minutes cold)"
+      rm -f "$stamp"
+      if out="$(bash "$build" "$ROOT/.cache/bin/vault-csi-provider" 2>&1)"; then
+        printf '%s' "$how" >"$stamp"
+        write_status true openbao-csi-provider 2.0.2 "$how"
+        log "reference: built .cache/bin/vault-csi-provider"
+      else
+        log "reference: build failed (the benchmark runs without it):"
+        printf '%s\n' "$out" | sed 's/^/  /' >&2
+        write_status false openbao-csi-provider 2.0.2 "$how" "$out"
+      fi
     fi
   fi
 fi
+
+# ------------------------------------------------------------- an older build of ours (--baseline REV)
+# Extracted with `git archive` (no worktree metadata in the shared repository) into
+# .cache/bench/baseline-<rev>/, then npm ci + tsc there; main.js finds it by the same path.
+prev=""
+for a in "$@"; do
+  rev=""
+  if [[ "$prev" == "--baseline" ]]; then rev="$a"; fi
+  if [[ "$a" == --baseline=* ]]; then rev="${a#--baseline=}"; fi
+  prev="$a"
+  [[ -z "$rev" ]] && continue
+  short="$(git rev-parse --short=7 "$rev^{commit}")"
+  dir=".cache/bench/baseline-$short"
+  if [[ -f "$dir/dist/src/main.js" ]]; then
+    log "baseline $short: already built in $dir"
+    continue
+  fi
+  log "baseline $short: git archive + npm ci + tsc in $dir"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  git archive "$short" | tar -x -C "$dir"
+  (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null && npx tsc -p tsconfig.json)
+done
 
 exec node dist/bench/main.js "$@"

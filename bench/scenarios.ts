@@ -15,6 +15,8 @@ export interface Variant {
   label: string
   kind: 'ours' | 'reference'
   args: string[]
+  /** Ours: another build's main.js (a baseline "ours@<rev>"); default the current build. */
+  main?: string
 }
 
 export interface Context {
@@ -32,7 +34,7 @@ export interface Failed {
   error: string
 }
 
-const SMALL_KV: SpcObject[] = [1, 2, 3, 4, 5].map((i) => ({
+export const SMALL_KV: SpcObject[] = [1, 2, 3, 4, 5].map((i) => ({
   objectName: `kv-${i}`,
   secretPath: `secret/data/bench/small-${i}`,
   secretKey: 'value',
@@ -82,7 +84,7 @@ function productionNodeFlags(): string[] {
 }
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 
-async function startProvider(ctx: Context, v: Variant, tag: string): Promise<ProviderUnderTest> {
+export async function startProvider(ctx: Context, v: Variant, tag: string): Promise<ProviderUnderTest> {
   const { world } = ctx
   const p = await startProviderUnderTest({
     label: `${v.label} ${tag}`,
@@ -93,6 +95,7 @@ async function startProvider(ctx: Context, v: Variant, tag: string): Promise<Pro
     kubePort: world.kubeTls.port,
     saDir: world.saDir,
     args: v.args,
+    main: v.main,
     nodeArgs:
       v.kind !== 'ours'
         ? []
@@ -125,7 +128,7 @@ async function withProvider<T>(
   }
 }
 
-async function settleAudit(): Promise<void> {
+export async function settleAudit(): Promise<void> {
   // OpenBao writes the audit entry before answering; a short pause covers requests a
   // provider sends right after a Mount returns (e.g. a background revocation).
   await new Promise((r) => setTimeout(r, 300))
@@ -290,6 +293,10 @@ export interface LatencyLevel {
   /** Vault requests per Mount. */
   vaultCallsPerMount: number
   mountsPerSec: number
+  /** CPU time of the provider process (utime + stime) per Mount, over the level's blocks. */
+  cpuMsPerMount: number
+  /** The same per Vault request the provider made (every request its proxies saw in the blocks). */
+  cpuMsPerVaultRequest: number
 }
 
 export interface LatencyResult {
@@ -315,6 +322,8 @@ interface Samples {
   failed: number
   sampleError: string | undefined
   wallMs: number
+  cpuMs: number
+  allVaultCalls: number
 }
 
 const LATENCY_PODS = 8
@@ -387,6 +396,8 @@ export async function runLatency(
             failed: 0,
             sampleError: undefined,
             wallMs: 0,
+            cpuMs: 0,
+            allVaultCalls: 0,
           },
         ]),
       )
@@ -417,6 +428,8 @@ export async function runLatency(
           kubeMeanMs: okN > 0 ? x.kubeTotal / okN : NaN,
           vaultCallsPerMount: okN > 0 ? x.vaultCalls / okN : NaN,
           mountsPerSec: x.mounts / (x.wallMs / 1000),
+          cpuMsPerMount: x.mounts > 0 ? x.cpuMs / x.mounts : NaN,
+          cpuMsPerVaultRequest: x.allVaultCalls > 0 ? x.cpuMs / x.allVaultCalls : NaN,
         })
       }
     }
@@ -436,7 +449,10 @@ async function latencyBlock(ctx: Context, s: LatencySetup, c: number, count: num
     target: s.targets[i % c]!,
     attributes: s.attrs[i % c]!,
   }))
+  const cpuBefore = await s.p.cpuMs()
   const out = await mountMany(s.p.socketDir, calls, c, ctx.dir)
+  x.cpuMs += (await s.p.cpuMs()) - cpuBefore
+  x.allVaultCalls += s.proxies.reduce((a, px) => a + px.calls.length, 0)
   const f = failures(out)
   x.failed += f.count
   x.sampleError ??= f.sample

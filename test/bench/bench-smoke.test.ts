@@ -1,5 +1,6 @@
 // Keeps the benchmark harness (bench/) from rotting: a --quick run against our provider only,
-// every scenario, a few pods. Asserts what the harness produced and counted, never timings.
+// every scenario (the fleet with 2 nodes × 3 pods), a few pods. Asserts what the harness produced
+// and counted, never timings.
 import { existsSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import { runBench } from '../../bench/main.js'
@@ -45,6 +46,44 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   )
   t.ok((lat?.levels[0]?.vaultCallsPerMount ?? 0) > 0, 'Vault requests seen by the timing proxy')
 
+  // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
+  t.same(
+    r.latency.map((l) => l.variant),
+    ['ours (pod)', 'ours (serviceaccount)'],
+  )
+  for (const l of r.latency) {
+    for (const lv of l.levels) {
+      t.ok(
+        Number.isFinite(lv.cpuMsPerMount) && lv.cpuMsPerMount >= 0,
+        `${l.variant} c=${lv.concurrency}: CPU per Mount`,
+      )
+      t.ok(Number.isFinite(lv.cpuMsPerVaultRequest), `${l.variant} c=${lv.concurrency}: CPU per Vault request`)
+    }
+  }
+
+  // The fleet: 2 provider processes × 3 pods, ours in both identity scopes.
+  t.same(
+    r.fleet.map((f) => [f.variant, f.nodes, f.podsPerNode, f.ok, f.failed]),
+    [
+      ['ours (pod)', 2, 3, 6, 0],
+      ['ours (serviceaccount)', 2, 3, 6, 0],
+    ],
+    `fleet ran; failures: ${JSON.stringify(r.failures)}`,
+  )
+  const fleetPod = r.fleet.find((f) => f.variant === 'ours (pod)')
+  const fleetSa = r.fleet.find((f) => f.variant === 'ours (serviceaccount)')
+  t.equal(fleetPod?.counts.logins, 6, 'pod scope: one login per pod')
+  t.equal(fleetSa?.counts.logins, 2, 'serviceaccount scope: one login per node')
+  t.equal(fleetPod?.counts.kvReads, 30, 'pod scope: 5 KV reads per pod')
+  t.equal(fleetPod?.leasesHeld, 6, 'one database lease per pod, none revoked during the rollout')
+  t.equal(fleetPod?.tokensHeld, 6)
+  t.ok((fleetPod?.peakPerSec ?? 0) >= 1 && (fleetPod?.peakPerSec ?? 0) <= (fleetPod?.requests ?? 0), 'busiest second')
+  t.equal(
+    fleetPod?.requests,
+    Object.values(fleetPod?.counts.byPath ?? {}).reduce((a, b) => a + b, 0),
+    'requests = every provider request in the audit log',
+  )
+
   const foot = r.footprint.find((f) => f.variant === 'ours (pod)')
   t.ok((foot?.idleRssKiB ?? 0) > 0 && (foot?.peakRssKiB ?? 0) >= (foot?.idleRssKiB ?? 0), 'RSS read from /proc')
 
@@ -56,6 +95,10 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
       `\\| ours \\(pod\\) \\| 3 \\| 0 \\| ${storm?.counts.logins ?? -1} \\| ${storm?.counts.kvReads ?? -1} \\|`,
     ),
   )
+  t.match(md, /## 5\. Fleet/)
+  t.match(md, /\| ours \(pod\) \| 1,000 \| /, 'projection for 1,000 nodes')
+  t.match(md, /## Targets of issue 12/)
+  t.match(md, /\| CPU per warm Mount \(5 KV\) at concurrency 1 ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/)
   t.match(md, /## Targets of issue 3/)
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')
   t.match(svg, /^<svg /)

@@ -1,0 +1,101 @@
+// The benchmark's pure parts: options, the reference's flag names, CPU time from
+// /proc/<pid>/stat and the fleet projection. No processes, no timings.
+import t from 'tap'
+import { project, perNode, projections, PROJECTION } from '../../bench/economy.js'
+import type { FleetResult } from '../../bench/fleet.js'
+import { emptyCounts } from '../../bench/audit.js'
+import { DEFAULT_BASELINE, parseOptions } from '../../bench/options.js'
+import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
+
+t.test('options: fleet nodes and baselines', async (t) => {
+  const full = parseOptions([], '/out')
+  if (full === 'help') throw new Error('unexpected help')
+  t.equal(full.nodes, 10)
+  t.equal(full.fleetSpreadSec, 30)
+  t.same(full.baselines, [DEFAULT_BASELINE], 'a full run compares against the build before issue 12')
+  t.ok(full.scenarios.includes('fleet'))
+  const quick = parseOptions(['--quick'], '/out')
+  if (quick === 'help') throw new Error('unexpected help')
+  t.equal(quick.nodes, 2)
+  t.equal(quick.fleetSpreadSec, 0)
+  t.same(quick.baselines, [])
+  const given = parseOptions(['--nodes', '5', '--baseline=abc1234,main', '--scenario', 'fleet'], '/out')
+  if (given === 'help') throw new Error('unexpected help')
+  t.equal(given.nodes, 5)
+  t.same(given.baselines, ['abc1234', 'main'])
+  t.same(given.scenarios, ['fleet'])
+  const allAtOnce = parseOptions(['--fleet-spread', '0'], '/out')
+  if (allAtOnce === 'help') throw new Error('unexpected help')
+  t.equal(allAtOnce.fleetSpreadSec, 0)
+  const none = parseOptions(['--baseline', 'none'], '/out')
+  if (none === 'help') throw new Error('unexpected help')
+  t.same(none.baselines, [])
+  t.throws(() => parseOptions(['--baseline', '../../etc'], '/out'), /--baseline: not a git revision/)
+  t.throws(() => parseOptions(['--nodes', '0'], '/out'), /--nodes needs a positive integer/)
+})
+
+t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
+  const openbaoHelp = [
+    'Usage of openbao-csi-provider:',
+    '  -endpoint string',
+    '    \tpath to socket',
+    '  -health-addr string',
+    '  -hmac-secret-name string',
+    '  -log-level string',
+    '  -openbao-addr string',
+    '  -openbao-mount string',
+  ].join('\n')
+  t.same(referenceFlags(openbaoHelp, ['-endpoint=/s', '-vault-addr=http://x', '-log-level=info', '-no-such=1']), [
+    '-endpoint=/s',
+    '-openbao-addr=http://x',
+    '-log-level=info',
+  ])
+  const hashicorpHelp = '  -endpoint string\n  -vault-addr string\n'
+  t.same(referenceFlags(hashicorpHelp, ['-endpoint=/s', '-vault-addr=http://x']), [
+    '-endpoint=/s',
+    '-vault-addr=http://x',
+  ])
+})
+
+t.test('CPU time from /proc/<pid>/stat: utime + stime, a command name with spaces and parentheses', async (t) => {
+  // Fields after "(comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime …
+  const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 11 0'
+  t.equal(cpuMsFromStat(stat, 100), 1750)
+  t.equal(cpuMsFromStat(stat, 1000), 175)
+})
+
+t.test('projection: n nodes cost n times one node', async (t) => {
+  const counts = { ...emptyCounts(), logins: 220, tokenRevocations: 0 }
+  const f: FleetResult = {
+    variant: 'ours (pod)',
+    nodes: 2,
+    podsPerNode: 110,
+    spreadSec: 0,
+    objectsPerPod: 7,
+    ok: 220,
+    failed: 0,
+    sampleError: undefined,
+    allDoneMs: 1,
+    nodeDoneP50Ms: 1,
+    nodeDoneMaxMs: 1,
+    counts,
+    requests: 1540,
+    peakPerSec: 1,
+    activeSeconds: 1,
+    tokensHeld: 220,
+    leasesHeld: 220,
+    hmacGets: 2,
+  }
+  const p = perNode(f)
+  t.same(p, { variant: 'ours (pod)', podsPerNode: 110, requests: 770, logins: 110, tokensHeld: 110, leasesHeld: 110 })
+  const row = project(p, 1000)
+  t.equal(row.requests, 770_000)
+  t.same(
+    row.requestsPerSec,
+    PROJECTION.spreadsSec.map((s) => 770_000 / s),
+  )
+  t.equal(row.tokensHeld, 110_000)
+  t.equal(row.leasesHeld, 110_000)
+  t.equal(projections([f]).length, PROJECTION.nodes.length)
+  t.equal(projections([{ ...f, failed: 1 }]).length, 0, 'a fleet run with failures is not projected')
+})
