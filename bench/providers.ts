@@ -13,7 +13,7 @@
 // process's namespace changes. KUBERNETES_SERVICE_HOST/PORT name the same
 // HTTPS front.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, openSync, closeSync } from 'node:fs'
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
@@ -21,7 +21,16 @@ import { freePort } from '../test/support/ports.js'
 import { canConnect } from '../test/support/provider.js'
 import { nowMs } from './proxy.js'
 
-export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
+/** The image's ENTRYPOINT (Dockerfile) as argv: `node`, V8 flags, the daemon's script. */
+export function imageEntrypoint(): string[] {
+  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
+  if (!m) throw new Error('Dockerfile: no exec-form ENTRYPOINT')
+  return JSON.parse(m[1]!) as string[]
+}
+
+/** What the image runs (dist/bundle/main.js), unless VCP_PROVIDER_MAIN names another build. */
+export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, imageEntrypoint().at(-1)!)
 export const REFERENCE_BIN =
   process.env['VCP_REFERENCE_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'vault-csi-provider')
 

@@ -113,13 +113,24 @@ fi
 # ------------------------------------------------------------- an older build of ours (--baseline REV)
 # Extracted with `git archive` (no worktree metadata in the shared repository) into
 # .cache/bench/baseline-<rev>/, then npm ci + tsc there; main.js finds it by the same path.
+# The revisions: --baseline REVS (comma-separated, "none" for none), else the default of a full
+# run (DEFAULT_BASELINE in bench/options.ts; a --quick run has none).
+revs=""
+given=0
+quick=0
 prev=""
 for a in "$@"; do
-  rev=""
-  if [[ "$prev" == "--baseline" ]]; then rev="$a"; fi
-  if [[ "$a" == --baseline=* ]]; then rev="${a#--baseline=}"; fi
+  if [[ "$prev" == "--baseline" ]]; then revs="$a"; given=1; fi
+  if [[ "$a" == --baseline=* ]]; then revs="${a#--baseline=}"; given=1; fi
+  [[ "$a" == "--quick" ]] && quick=1
   prev="$a"
-  [[ -z "$rev" ]] && continue
+done
+if ((!given && !quick)); then
+  revs="$(sed -n "s/^export const DEFAULT_BASELINE = '\(.*\)'$/\1/p" bench/options.ts)"
+fi
+IFS=',' read -r -a rev_list <<<"$revs"
+for rev in "${rev_list[@]}"; do
+  [[ -z "$rev" || "$rev" == "none" ]] && continue
   short="$(git rev-parse --short=7 "$rev^{commit}")"
   dir=".cache/bench/baseline-$short"
   if [[ -f "$dir/dist/src/main.js" ]]; then

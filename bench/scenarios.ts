@@ -1,12 +1,9 @@
 // The four scenarios of the benchmark (issue 3), each run against every
 // provider variant on the same OpenBao. Every scenario starts a fresh provider
 // process, so each one is cold at its start.
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
-import { PACKAGE_ROOT } from '../src/package-info.js'
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
 import { attributesFor, failures, makePods, mountMany, percentile, type ManyCall, type SpcObject } from './load.js'
-import { startProviderUnderTest, type ProviderUnderTest } from './providers.js'
+import { imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
 import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
 import type { World } from './world.js'
 
@@ -76,11 +73,9 @@ function hmacGets(world: World): number {
  */
 function productionNodeFlags(): string[] {
   if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
-  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
-  if (!m) return []
-  const argv = JSON.parse(m[1]!) as string[]
-  return argv.slice(1).filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
+  return imageEntrypoint()
+    .slice(1)
+    .filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
 }
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 

@@ -17,8 +17,9 @@ fi
 step "real parts (OpenBao, driver client, PostgreSQL, Kubernetes: etcd, kube-apiserver, CSI driver)"
 bash scripts/setup.sh
 
-step "build (tsc, strict)"
+step "build (tsc, strict; the daemon's bundle)"
 npx tsc -p tsconfig.json
+node scripts/bundle.mjs
 
 step "format (prettier --check)"
 npx prettier --check . >/dev/null || { npx prettier --list-different .; echo "run: npx prettier --write ." >&2; exit 1; }

@@ -19,6 +19,7 @@ import { ObjectsCache } from './request/objects-cache.js'
 import { ProviderServer } from './server/grpc-server.js'
 import { mountStatusName } from './server/grpc-status.js'
 import { OpsHttpServer } from './server/http-server.js'
+import { loadProtos } from './server/proto.js'
 import { AddressAllowlist } from './vault/address-allowlist.js'
 import { BreakerRegistry, probeOutcome } from './vault/breaker.js'
 import { probeVaultHealth } from './vault/health-probe.js'
@@ -209,7 +210,10 @@ export async function buildProvider(
 ): Promise<Provider> {
   const parts = await buildMountService(config, logger, env, options)
   const { mountService, metrics, hmacKey } = parts
+  // Both services parsed once at start-up, for the gRPC server and the HTTP readiness probe.
+  const protos = loadProtos()
   const server: ProviderServer = new ProviderServer({
+    protos,
     socketPath: config.endpoint,
     mountService,
     mountTimeoutMs: config.mountTimeoutMs,
@@ -221,6 +225,7 @@ export async function buildProvider(
     onReplaced: () => standBy(config.endpoint, logger),
   })
   const http = new OpsHttpServer({
+    protos,
     address: config.healthAddr,
     socketPath: config.endpoint,
     metrics,

@@ -13,8 +13,8 @@ import type { Logger } from '../observability/logger.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
 import { Deadline } from '../util/deadline.js'
 import { grpcStatusOf } from './grpc-status.js'
-import { HealthState, healthHandlers, loadHealthService } from './health.js'
-import { loadProviderClient } from './proto.js'
+import { HealthState, healthHandlers } from './health.js'
+import { loadProtos, loadProviderClient, type ProviderProtos } from './proto.js'
 import { checkResponseSize } from './response-size.js'
 import {
   bindOwnerOnly,
@@ -75,6 +75,8 @@ export interface ProviderServerOptions {
    * call this one was serving has finished: the owner exits.
    */
   onReplaced?: () => void
+  /** The parsed services, shared with the HTTP server's readiness probe (parsed here when absent). */
+  protos?: ProviderProtos
 }
 
 /** How often the socket path is checked for a successor. */
@@ -98,12 +100,12 @@ export class ProviderServer {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     })
-    const service = loadProviderService()
-    this.server.addService(service, {
+    const protos = opts.protos ?? loadProtos()
+    this.server.addService(protos.provider.service, {
       Version: this.version.bind(this),
       Mount: this.mount.bind(this),
     })
-    this.server.addService(loadHealthService(), healthHandlers(this.health))
+    this.server.addService(protos.health.service, healthHandlers(this.health))
   }
 
   private version(

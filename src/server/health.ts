@@ -41,10 +41,6 @@ export class HealthState {
   }
 }
 
-export function loadHealthService(): grpc.ServiceDefinition {
-  return loadHealthClient().service
-}
-
 /** Handlers for grpc.health.v1.Health over `state`. */
 export function healthHandlers(state: HealthState): grpc.UntypedServiceImplementation {
   return {

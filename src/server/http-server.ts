@@ -16,7 +16,7 @@ import { healthAddrEnabled, parseListenAddress, type VaultDefaults } from '../co
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
 import { checkSocket, probeVaultHealth, type SocketCheck } from './health.js'
-import { loadProviderClient } from './proto.js'
+import { loadProviderClient, type ProviderProtos } from './proto.js'
 
 export interface OpsHttpServerOptions {
   /** `host:port` as loadConfig checked it (-health-addr); '' or `off` disables the server. */
@@ -28,6 +28,8 @@ export interface OpsHttpServerOptions {
   vault?: VaultDefaults
   /** Time limit of the readiness Version call. */
   readyTimeoutMs?: number
+  /** The parsed services, shared with the gRPC server (parsed here when absent). */
+  protos?: Pick<ProviderProtos, 'provider'>
 }
 
 export class OpsHttpServer {
@@ -35,10 +37,11 @@ export class OpsHttpServer {
   private server: http.Server | undefined
   private readyInFlight: Promise<SocketCheck> | undefined
   /** Parsed once: the readiness probe calls every few seconds. */
-  private readonly protos = { provider: loadProviderClient() }
+  private readonly protos: Pick<ProviderProtos, 'provider'>
 
   constructor(opts: OpsHttpServerOptions) {
     this.opts = opts
+    this.protos = opts.protos ?? { provider: loadProviderClient() }
   }
 
   get enabled(): boolean {

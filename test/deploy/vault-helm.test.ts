@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/config.js'
 import { PACKAGE_ROOT, PACKAGE_VERSION, RUNTIME_NAME } from '../../src/package-info.js'
 import { driverVersion } from '../support/driver-client.js'
 import { dockerStages, execForm, parseDockerfile } from '../support/manifests.js'
-import { PROVIDER_MAIN, canConnect } from '../support/provider.js'
+import { CLI_MAIN, PROVIDER_MAIN, canConnect } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
 
 /** vault-helm's DaemonSet args with its defaults (csi.debug false, csi.hmacSecretName ""). */
@@ -76,8 +76,9 @@ async function imageLayout(): Promise<string> {
   for (const path of ['package.json', 'proto', ...production]) {
     await cp(join(PACKAGE_ROOT, path), join(app, path), { recursive: true, dereference: true })
   }
-  // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another).
-  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'src'), { recursive: true })
+  // The image's dist/: the daemon's bundle this test run uses (VCP_PROVIDER_MAIN may name another) and the CLI.
+  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'bundle'), { recursive: true })
+  await cp(dirname(dirname(CLI_MAIN)), join(app, 'dist', 'src'), { recursive: true })
   return app
 }
 
@@ -223,9 +224,6 @@ t.test(
   },
 )
 
-/** The built CLI, next to the daemon build. */
-const CLI_MAIN = join(dirname(PROVIDER_MAIN), 'cli', 'main.js')
-
 t.test('`vault-csi-provider -endpoint=… -vault-addr=…` starts the daemon, as the reference binary does', async (t) => {
   const tmp = await makeTempDir('vcp-cli-serve-')
   t.teardown(tmp.cleanup)
@@ -283,6 +281,6 @@ t.test('`vault-csi-provider -endpoint=… -vault-addr=…` starts the daemon, as
 t.test('the Dockerfile’s entrypoint is what the drop-in test runs', async (t) => {
   const dockerfile = await readFile(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
   t.match(dockerfile, /^ENTRYPOINT \["node",/m, 'node is the entrypoint, so vault-helm’s args reach the daemon')
-  t.ok(entrypoint.includes('dist/src/main.js'), 'the daemon’s main module, relative to the WORKDIR')
+  t.ok(entrypoint.includes('dist/bundle/main.js'), 'the daemon’s bundle, relative to the WORKDIR')
   t.notOk(/^CMD .*--?health-addr/m.test(dockerfile), 'the image sets no -health-addr: port 8080 is the default')
 })

@@ -4,19 +4,18 @@
 // in-process, with tokens taken from the API server).
 import { execFile } from 'node:child_process'
 import { mkdir, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
 import { spcParameters, startE2e, type E2eWorld } from '../support/e2e.js'
 import { KUBECTL_BIN, ensureServiceAccount, requestToken, waitUntil } from '../support/kube-cluster.js'
 import { PROVIDER_NAMESPACE } from '../support/kube-node.js'
 import { findLeaks } from '../support/leaks.js'
-import { PROVIDER_MAIN } from '../support/provider.js'
+import { CLI_MAIN } from '../support/provider.js'
 import { tempDirFor } from '../support/tmp.js'
 
 t.setTimeout(4 * 60_000)
 
-const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(dirname(PROVIDER_MAIN), 'cli', 'main.js')
 const SECRET = 'cli-e2e-Hq7r'
 
 let w: E2eWorld

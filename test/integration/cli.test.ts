@@ -5,7 +5,7 @@ import { execFile, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, writeFile } from 'node:fs/promises'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
 import { Fixture, DEFAULT_POLICY, JWT_MOUNT } from '../support/fixture.js'
@@ -13,12 +13,11 @@ import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../suppo
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao } from '../support/openbao.js'
 import { checkSocket } from '../../src/server/health.js'
-import { PROVIDER_MAIN, startProvider } from '../support/provider.js'
+import { CLI_MAIN, startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
 import { selfSignedCaPem } from '../support/tls.js'
 
 /** The built CLI; VCP_CLI_MAIN overrides, else it sits next to the daemon build. */
-const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(dirname(PROVIDER_MAIN), 'cli', 'main.js')
 
 interface CliRun {
   code: number

@@ -10,7 +10,7 @@ import { execFile, execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
 import { readSecretProviderClass } from '../../src/cli/spc.js'
@@ -19,10 +19,8 @@ import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao } from '../support/openbao.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
-import { PROVIDER_MAIN, startProvider } from '../support/provider.js'
+import { CLI_MAIN, startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
-
-const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(dirname(PROVIDER_MAIN), 'cli', 'main.js')
 
 interface Case {
   name: string
