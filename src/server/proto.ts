@@ -1,9 +1,15 @@
 /**
- * The two gRPC services this provider speaks, loaded from the .proto files
+ * The two gRPC services this provider speaks, loaded from the descriptors
  * shipped in proto/ with one set of proto-loader options (field names as the
  * driver's Go code sends them, enums as names). Used by the server, the
  * socket checks and the CLI's socket Mount.
+ *
+ * The .proto files are the source; each has a .json twin with the same
+ * descriptors already parsed (scripts/proto-json.mjs writes them, a unit test
+ * fails when they drift). Loading the JSON skips protobufjs's .proto parser,
+ * the largest single cost of start-up after module loading.
  */
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import * as protoLoader from '@grpc/proto-loader'
@@ -20,8 +26,14 @@ export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
 export const PROVIDER_PROTO = path.join('v1alpha1', 'service.proto')
 export const HEALTH_PROTO = path.join('grpc', 'health', 'v1', 'health.proto')
 
+/** `file`'s parsed twin (x.proto → x.json). */
+export function descriptorPath(file: string): string {
+  return path.join(PROTO_DIR, file.replace(/\.proto$/, '.json'))
+}
+
 function load(file: string): grpc.GrpcObject {
-  return grpc.loadPackageDefinition(protoLoader.loadSync(path.join(PROTO_DIR, file), PROTO_LOADER_OPTIONS))
+  const json = JSON.parse(readFileSync(descriptorPath(file), 'utf8')) as Parameters<typeof protoLoader.fromJSON>[0]
+  return grpc.loadPackageDefinition(protoLoader.fromJSON(json, PROTO_LOADER_OPTIONS))
 }
 
 /** v1alpha1.CSIDriverProvider: the service the driver calls (Version, Mount). */
