@@ -1,5 +1,5 @@
-# The provider image: the daemon as one bundled module (`node dist/bundle/main.js`, built by
-# scripts/bundle.mjs from tsc's output), the CLI in dist/src with production dependencies only, running as uid/gid 65532 (daemonset/base/daemonset.yaml prepares the socket
+# The provider image: `node dist/src/main.js`, production dependencies
+# only, running as uid/gid 65532 (daemonset/base/daemonset.yaml prepares the socket
 # directory for that group).
 #
 #   docker build -t vault-csi-provider-ts:0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" .
@@ -21,8 +21,7 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY proto ./proto
 COPY src ./src
-COPY scripts/bundle.mjs ./scripts/
-RUN npx tsc -p tsconfig.json --outDir dist && node scripts/bundle.mjs
+RUN npx tsc -p tsconfig.json --outDir dist
 
 # ---- deps: production dependencies only
 FROM node:26.13.0-trixie-slim AS deps
@@ -46,16 +45,14 @@ WORKDIR /app
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
-COPY --from=build /app/dist/bundle ./dist/bundle
 COPY proto ./proto
 COPY package.json ./
 USER 65532:65532
 # node itself is PID 1 (not npm or a shell, which do not pass SIGTERM on), so the daemon
-# drains its Mounts on SIGTERM. It runs the bundle: one module to compile instead of ~300 files
-# to resolve and read, which is most of spawn → serving (npm run bench, footprint). Source maps
-# are not loaded at start-up (they cost start-up time and memory on every node); function names
-# are kept in the bundle, and `node --enable-source-maps dist/bundle/main.js` maps a trace to src/.
-# The heap flags keep a 110-pod Mount storm's peak RSS low (npm run bench, footprint); the bench
-# reads them, and the script, from here.
-ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/bundle/main.js"]
+# drains its Mounts on SIGTERM. Source maps are not loaded: --enable-source-maps parses them
+# as modules load, which cost start-up time and memory on every node (npm run bench,
+# footprint); `node --enable-source-maps dist/src/main.js` maps a trace to src/ when needed.
+# The heap flags keep a 110-pod Mount storm's peak RSS low (npm run bench, footprint); the
+# bench reads them, and the script, from here.
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/src/main.js"]
 CMD ["-endpoint=/provider/vault.sock"]

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 /**
- * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …` (the image runs the same
- * code bundled by scripts/bundle.mjs: `node dist/bundle/main.js …`)
+ * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …`
  * (also `vault-csi-provider serve …`, which calls runDaemon).
  */
 import { realpathSync } from 'node:fs'

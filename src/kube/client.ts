@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { Pool } from 'undici'
+import { Pool, poolRequest } from '../http/undici.js'
 import { ProviderError, q } from '../errors.js'
 import type { Deadline } from '../util/deadline.js'
 
@@ -115,7 +115,7 @@ export class KubeClient {
     const signals = [AbortSignal.timeout(timeoutMs), ...(deadline ? [deadline.signal] : [])]
     const signal = AbortSignal.any(signals)
     try {
-      const res = await this.pool.request({
+      const res = await poolRequest(this.pool, {
         path: `${url.pathname}${url.search}`,
         method: method as 'GET',
         headers,

@@ -26,7 +26,8 @@
  *   renewal, revocation and health.
  */
 import { LRUCache } from 'lru-cache'
-import { Pool, buildConnector, type Dispatcher } from 'undici'
+import type { Dispatcher, buildConnector as Connectors } from 'undici'
+import { Pool, buildConnector } from '../http/undici.js'
 import { ProviderError, q } from '../errors.js'
 import {
   operationOfCall,
@@ -375,7 +376,7 @@ export class VaultTransport implements VaultCaller {
   }
 }
 
-function newPool(origin: string, connect: buildConnector.connector): Pool {
+function newPool(origin: string, connect: Connectors.connector): Pool {
   return new Pool(origin, {
     connections: MAX_SOCKETS_PER_VAULT,
     connect,
@@ -393,11 +394,11 @@ export function guardedConnector(
   options: { socketPath?: string } & Partial<TlsMaterial>,
   opts: TransportOptions,
   origin: string,
-): buildConnector.connector {
+): Connectors.connector {
   const url = new URL(origin)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
-  const inner = buildConnector({ ...options, keepAlive: true } as buildConnector.BuildOptions)
+  const inner = buildConnector({ ...options, keepAlive: true } as Connectors.BuildOptions)
   return (connectOptions, callback) => {
     const wantHost = String(connectOptions.hostname ?? '').replace(/^\[|\]$/g, '')
     const wantPort = Number(connectOptions.port || (connectOptions.protocol === 'https:' ? 443 : 80))

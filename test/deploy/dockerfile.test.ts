@@ -67,7 +67,7 @@ t.test('image policy', async (t) => {
   const final = stages.at(-1)!
   const entrypoint = execForm(only(final, 'ENTRYPOINT').at(-1) ?? '', 'ENTRYPOINT')
   t.equal(entrypoint[0], 'node', 'node is the entrypoint (not npm, not a shell)')
-  t.equal(entrypoint.at(-1), 'dist/bundle/main.js', 'the daemon runs as its bundle (scripts/bundle.mjs)')
+  t.equal(entrypoint.at(-1), 'dist/src/main.js', 'the daemon’s main module')
   t.notOk(entrypoint.includes('--enable-source-maps'), 'no source maps parsed at start-up on every node')
   t.notOk(
     entrypoint.some((a) => /\bnpm\b|\bsh\b/.test(a)),
@@ -232,11 +232,7 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
     // RUN lines of the runtime stage only trim the base image (npm removal): nothing to do.
   }
   const appDir = join(root, workdir)
-  t.ok(
-    (await stat(join(appDir, 'dist', 'src', 'main.js'))).isFile(),
-    'the image layout holds dist/src/main.js (the CLI)',
-  )
-  t.ok((await stat(join(appDir, 'dist', 'bundle', 'main.js'))).isFile(), 'and dist/bundle/main.js (the daemon)')
+  t.ok((await stat(join(appDir, 'dist', 'src', 'main.js'))).isFile(), 'the image layout holds dist/src/main.js')
   t.ok((await stat(join(appDir, 'node_modules'))).isDirectory(), 'and production node_modules')
   const devOnly = ['typescript', 'tap', 'eslint', 'prettier']
   for (const dev of devOnly) {
@@ -331,7 +327,6 @@ t.test('the build stage compiles dist/ from the Docker context alone', async (t)
   const build = await new StageBuilder(tmp.path, await dockerContext(tmp.path)).build('build')
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js'))).isFile(), 'dist/src/main.js built')
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js.map'))).isFile(), 'with its source map')
-  t.ok((await stat(join(build.dir, 'dist', 'bundle', 'main.js'))).isFile(), 'and the daemon bundled')
   const copied = only(stages.at(-1)!, 'COPY').find((c) => c.startsWith('--from=build'))
   t.match(copied, /\/dist\/src\s/, 'the runtime stage takes dist/src from it')
 })

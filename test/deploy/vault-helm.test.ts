@@ -76,9 +76,8 @@ async function imageLayout(): Promise<string> {
   for (const path of ['package.json', 'proto', ...production]) {
     await cp(join(PACKAGE_ROOT, path), join(app, path), { recursive: true, dereference: true })
   }
-  // The image's dist/: the daemon's bundle this test run uses (VCP_PROVIDER_MAIN may name another) and the CLI.
-  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'bundle'), { recursive: true })
-  await cp(dirname(dirname(CLI_MAIN)), join(app, 'dist', 'src'), { recursive: true })
+  // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another).
+  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'src'), { recursive: true })
   return app
 }
 
@@ -281,6 +280,6 @@ t.test('`vault-csi-provider -endpoint=… -vault-addr=…` starts the daemon, as
 t.test('the Dockerfile’s entrypoint is what the drop-in test runs', async (t) => {
   const dockerfile = await readFile(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
   t.match(dockerfile, /^ENTRYPOINT \["node",/m, 'node is the entrypoint, so vault-helm’s args reach the daemon')
-  t.ok(entrypoint.includes('dist/bundle/main.js'), 'the daemon’s bundle, relative to the WORKDIR')
+  t.ok(entrypoint.includes('dist/src/main.js'), 'the daemon’s main module, relative to the WORKDIR')
   t.notOk(/^CMD .*--?health-addr/m.test(dockerfile), 'the image sets no -health-addr: port 8080 is the default')
 })
