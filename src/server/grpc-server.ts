@@ -4,6 +4,7 @@
  * derives each Mount's deadline from the caller's.
  */
 import { randomBytes } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { rename } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
@@ -11,7 +12,7 @@ import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
-import { Deadline } from '../util/deadline.js'
+import { Deadline, MOUNT_SIGNAL_LISTENERS } from '../util/deadline.js'
 import { grpcStatusOf } from './grpc-status.js'
 import { HealthState, healthHandlers } from './health.js'
 import { loadProtos, loadProviderClient, type ProviderProtos } from './proto.js'
@@ -50,6 +51,7 @@ export function loadProviderService(): grpc.ServiceDefinition {
  */
 function callDeadline(call: grpc.ServerUnaryCall<unknown, unknown>, mountTimeoutMs: number): Deadline {
   const controller = new AbortController()
+  setMaxListeners(MOUNT_SIGNAL_LISTENERS, controller.signal)
   call.once('cancelled', () => controller.abort(new Error('the driver cancelled the Mount call')))
   const own = Deadline.in(mountTimeoutMs, controller.signal)
   const d = call.getDeadline()

@@ -6,9 +6,24 @@
  * what is left of `expiresAt`, and `signal` aborts it as soon as nobody waits
  * for the answer any more. The clock is injected so that tests never sleep.
  */
+import { setMaxListeners } from 'node:events'
+
 export type Clock = () => number
 
-const NEVER_ABORTED: AbortSignal = new AbortController().signal
+/**
+ * Listeners one Mount's signal may carry at once: each of its Vault calls in
+ * flight (MOUNT_FETCH_CONCURRENCY) listens in the shared call it waits on, in
+ * the retry wait and in the transport. Node warns of a leak past 10 by default;
+ * the count here is bounded by the Mount's own concurrency, not a leak.
+ */
+export const MOUNT_SIGNAL_LISTENERS = 64
+
+/** The signal a Deadline with no caller of its own carries (the CLI, tests): never aborted, one per Deadline. */
+function neverAborted(): AbortSignal {
+  const signal = new AbortController().signal
+  setMaxListeners(MOUNT_SIGNAL_LISTENERS, signal)
+  return signal
+}
 
 export class Deadline {
   /** When the time is up; read per use, since a shared call's deadline follows its waiters (see following()). */
@@ -21,7 +36,7 @@ export class Deadline {
   private readonly expiry: () => number
 
   /** `expiresAt` is a point in time, or a function for a deadline whose end moves (see following()). */
-  constructor(expiresAt: number | (() => number), signal: AbortSignal = NEVER_ABORTED, clock: Clock = Date.now) {
+  constructor(expiresAt: number | (() => number), signal: AbortSignal = neverAborted(), clock: Clock = Date.now) {
     this.expiry = typeof expiresAt === 'function' ? expiresAt : () => expiresAt
     this.signal = signal
     this.clock = clock
