@@ -32,3 +32,36 @@ export function selfSignedCaPem(commonName = 'test-ca'): string {
     rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/**
+ * A self-signed server certificate for 127.0.0.1 (P-256, SAN IP:127.0.0.1), written into `dir`
+ * as `<name>.key` and `<name>.crt`: a local HTTPS server the code under test can verify with it.
+ */
+export function selfSignedServerCert(dir: string, commonName: string, name = 'server'): { key: string; cert: string } {
+  const key = join(dir, `${name}.key`)
+  const cert = join(dir, `${name}.crt`)
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-days',
+      '1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  )
+  return { key, cert }
+}

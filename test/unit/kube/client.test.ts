@@ -1,51 +1,26 @@
 // The provider's Kubernetes client behind -kube-api-url=https://…: it trusts the cluster's CA
 // from ca.crt in the service-account directory, as it does in-cluster (an API server with a
 // cluster-private CA is the normal case; found by the e2e suite against a real one).
-import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import https from 'node:https'
 import { join } from 'node:path'
 import t from 'tap'
 import { KubeClient } from '../../../src/kube/client.js'
+import { selfSignedServerCert } from '../../support/tls.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 async function apiServer(
   t: { teardown(fn: () => unknown): void },
   dir: string,
 ): Promise<{ url: string; auth: string[] }> {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-subj',
-      '/CN=127.0.0.1-ca',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-days',
-      '1',
-      '-keyout',
-      join(dir, 'server.key'),
-      '-out',
-      join(dir, 'server.crt'),
-    ],
-    { stdio: 'ignore' },
-  )
+  const pem = selfSignedServerCert(dir, '127.0.0.1-ca')
   const auth: string[] = []
-  const server = https.createServer(
-    { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.crt')) },
-    (req, res) => {
-      auth.push(req.headers.authorization ?? '')
-      res.writeHead(200, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ kind: 'Secret', data: { key: Buffer.from('k'.repeat(32)).toString('base64') } }))
-    },
-  )
+  const server = https.createServer({ key: readFileSync(pem.key), cert: readFileSync(pem.cert) }, (req, res) => {
+    auth.push(req.headers.authorization ?? '')
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ kind: 'Secret', data: { key: Buffer.from('k'.repeat(32)).toString('base64') } }))
+  })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => new Promise<void>((r) => server.close(() => r())))
   return { url: `https://127.0.0.1:${(server.address() as { port: number }).port}`, auth }

@@ -13,7 +13,7 @@ import {
   guardedConnector,
   type VaultTransportOptions,
 } from '../../../src/vault/transport.js'
-import { selfSignedCaPem } from '../../support/tls.js'
+import { selfSignedCaPem, selfSignedServerCert } from '../../support/tls.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 const CAP = 16 * 1024
@@ -182,34 +182,11 @@ t.test("the connector refuses any host and port but the transport's own", async 
 
 t.test('real TLS: an unknown CA is a typed TLS failure; the CA file makes it work', async (t) => {
   const dir = await tempDirFor(t)
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-subj',
-      '/CN=vault-test',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-days',
-      '1',
-      '-keyout',
-      path.join(dir, 'key.pem'),
-      '-out',
-      path.join(dir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  )
+  const pem = selfSignedServerCert(dir, 'vault-test')
   const { readFileSync } = await import('node:fs')
   const https = await import('node:https')
-  const server = https.createServer(
-    { key: readFileSync(path.join(dir, 'key.pem')), cert: readFileSync(path.join(dir, 'cert.pem')) },
-    (_req, res) => res.writeHead(200).end('{"ok":true}'),
+  const server = https.createServer({ key: readFileSync(pem.key), cert: readFileSync(pem.cert) }, (_req, res) =>
+    res.writeHead(200).end('{"ok":true}'),
   )
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => {
@@ -225,14 +202,11 @@ t.test('real TLS: an unknown CA is a typed TLS failure; the CA file makes it wor
   t.ok(err instanceof VaultConnectionError)
   t.equal(err.kind, 'tls')
   t.match(err.code, /DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN/)
-  const trusted = await createTransport(
-    { address, tls: { skipVerify: false, caCertPath: path.join(dir, 'cert.pem') } },
-    opts(),
-  )
+  const trusted = await createTransport({ address, tls: { skipVerify: false, caCertPath: pem.cert } }, opts())
   t.teardown(() => trusted.close())
   t.same((await trusted.call({ method: 'GET', path: 'x', timeoutMs: 5000 })).body, { ok: true })
   const wrongName = await createTransport(
-    { address, tls: { skipVerify: false, caCertPath: path.join(dir, 'cert.pem'), serverName: 'vault.example' } },
+    { address, tls: { skipVerify: false, caCertPath: pem.cert, serverName: 'vault.example' } },
     opts(),
   )
   t.teardown(() => wrongName.close())
