@@ -101,6 +101,8 @@ export class ProviderServer {
     this.opts = opts
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
+      // Nothing serves or reads channelz here; left on, grpc-js keeps its call counters and traces on every Mount.
+      'grpc.enable_channelz': 0,
     })
     const protos = opts.protos ?? loadProtos()
     this.server.addService(protos.provider.service, {
