@@ -19,7 +19,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
-COPY proto ./proto
 COPY src ./src
 RUN npx tsc -p tsconfig.json --outDir dist
 
@@ -45,6 +44,7 @@ WORKDIR /app
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
+# proto/messages.cjs: the gRPC messages' code, generated from the .proto files beside it.
 COPY proto ./proto
 COPY package.json ./
 USER 65532:65532
