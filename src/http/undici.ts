@@ -1,6 +1,7 @@
 /**
  * The parts of undici the provider uses — a connection pool, its TLS/TCP/unix
- * connector and the request call — imported from the package's own modules.
+ * connector and the request call — imported from the package's own modules,
+ * and only when a first call needs them.
  *
  * Why not `from 'undici'`: the package's index also loads fetch, WebSocket,
  * EventSource, caches, mocks and proxy agents. On every node, at every start,
@@ -9,17 +10,34 @@
  * 37–51 ms and 51 MiB). The version is pinned in package-lock.json and the
  * transport's tests run against real servers, so an upgrade that moves these
  * files fails loudly.
+ *
+ * Why on first use: a node's daemon serves Mounts only when pods start, and
+ * the socket must accept the driver's calls as soon as possible. The Vault
+ * transports and the Kubernetes client build their pools on their first call
+ * (both are async there) and keep them. Nothing is memoised here: Node's module
+ * map is the cache, so a second loadUndici() costs a few resolved promises and
+ * no module state of ours exists.
  */
-import type { Dispatcher, Pool as PoolType } from 'undici'
-import PoolClass from 'undici/lib/dispatcher/pool.js'
-import buildConnectorFn from 'undici/lib/core/connect.js'
-import requestFn from 'undici/lib/api/api-request.js'
+import type { Dispatcher, Pool as PoolType, buildConnector as BuildConnector } from 'undici'
 
 export type Pool = PoolType
-export const Pool = PoolClass
-export const buildConnector = buildConnectorFn
 
-/** `pool.request(options)`, the promise form, without the index that adds it to every dispatcher. */
-export function poolRequest(pool: Dispatcher, options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
-  return requestFn.call(pool, options)
+export interface Undici {
+  Pool: typeof PoolType
+  buildConnector: typeof BuildConnector
+  /** `pool.request(options)`, the promise form, without the index that adds it to every dispatcher. */
+  request(pool: Dispatcher, options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>
+}
+
+export async function loadUndici(): Promise<Undici> {
+  const [pool, connect, request] = await Promise.all([
+    import('undici/lib/dispatcher/pool.js'),
+    import('undici/lib/core/connect.js'),
+    import('undici/lib/api/api-request.js'),
+  ])
+  return {
+    Pool: pool.default,
+    buildConnector: connect.default,
+    request: (dispatcher, options) => request.default.call(dispatcher, options),
+  }
 }

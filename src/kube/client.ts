@@ -4,11 +4,12 @@
  * undici: the same HTTP client as Vault's transport. A full Kubernetes client
  * library would bring hundreds of files into a per-node daemon for these.
  * A call made for a Mount takes the Mount's deadline: its time limit, and its
- * signal that ends the call when the driver cancels the Mount.
+ * signal that ends the call when the driver cancels the Mount. The client
+ * is built at start but loads undici and opens its pool on its first call.
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { Pool, poolRequest } from '../http/undici.js'
+import { loadUndici, type Pool, type Undici } from '../http/undici.js'
 import { ProviderError, q } from '../errors.js'
 import type { Deadline } from '../util/deadline.js'
 
@@ -44,17 +45,26 @@ export class KubeClient {
   private readonly useServiceAccount: boolean
   private ca: Buffer | undefined
   private cachedToken: { value: string; readAt: number } | undefined
-  private readonly pool: Pool
+  /** undici and the connection pool, from the first call on. */
+  private http: Promise<{ undici: Undici; pool: Pool }> | undefined
+  private closed = false
 
   private constructor(baseUrl: URL, saDir: string, useServiceAccount: boolean, ca: Buffer | undefined) {
     this.baseUrl = baseUrl
     this.saDir = saDir
     this.useServiceAccount = useServiceAccount
     this.ca = ca
-    this.pool = new Pool(baseUrl.origin, {
-      connections: 8,
-      ...(baseUrl.protocol === 'https:' && ca !== undefined ? { connect: { ca } } : {}),
-    })
+  }
+
+  private connection(): Promise<{ undici: Undici; pool: Pool }> {
+    this.http ??= loadUndici().then((undici) => ({
+      undici,
+      pool: new undici.Pool(this.baseUrl.origin, {
+        connections: 8,
+        ...(this.baseUrl.protocol === 'https:' && this.ca !== undefined ? { connect: { ca: this.ca } } : {}),
+      }),
+    }))
+    return this.http
   }
 
   /** Returns undefined when the process runs neither in a cluster nor with an explicit API URL. */
@@ -115,7 +125,10 @@ export class KubeClient {
     const signals = [AbortSignal.timeout(timeoutMs), ...(deadline ? [deadline.signal] : [])]
     const signal = AbortSignal.any(signals)
     try {
-      const res = await poolRequest(this.pool, {
+      // A closed client opens no pool: its calls fail as on undici's destroyed pool (UND_ERR_DESTROYED).
+      if (this.closed) throw new KubeCallFailed('UND_ERR_DESTROYED')
+      const { undici, pool } = await this.connection()
+      const res = await undici.request(pool, {
         path: `${url.pathname}${url.search}`,
         method: method as 'GET',
         headers,
@@ -289,6 +302,7 @@ export class KubeClient {
   }
 
   close(): void {
-    void this.pool.destroy().catch(() => undefined)
+    this.closed = true
+    void this.http?.then((h) => h.pool.destroy()).catch(() => undefined)
   }
 }

@@ -13,7 +13,11 @@
  * signal) and the transport's own address: node-vault's `uri` and
  * `headers` are never read.
  */
+import type NodeVault from 'node-vault'
 import type { VaultAnswer, VaultCall, VaultCaller } from './transport.js'
+
+export type NodeVaultFactory = typeof NodeVault
+export type NodeVaultClient = ReturnType<NodeVaultFactory>
 
 /** The answer shape node-vault's response handling expects. */
 export interface RawVaultResponse {
@@ -57,4 +61,22 @@ export function createVaultRequester(transport: VaultCaller): VaultRequester {
 /** node-vault's `request-promise` option: it calls defaults() once and uses the result for every call. */
 export function nodeVaultRequestLayer(requester: VaultRequester): { defaults: () => VaultRequester } {
   return { defaults: () => requester }
+}
+
+/**
+ * The node-vault client of a transport, shared by every session on it. Sharing
+ * is safe because a client here holds no identity: sessions call only
+ * client.request() and state each call's token and namespace (`call`), never
+ * node-vault's login helpers (which would set client.token), and this layer
+ * never reads the headers node-vault fills from its own settings.
+ */
+export function createNodeVaultClient(nodeVault: NodeVaultFactory, transport: VaultCaller): NodeVaultClient {
+  return nodeVault({
+    apiVersion: 'v1',
+    // Not used for sending: the request layer sends to the transport's address only.
+    endpoint: transport.address,
+    // node-vault's debug output includes request bodies (the login JWT).
+    debug: () => undefined,
+    'request-promise': nodeVaultRequestLayer(createVaultRequester(transport)),
+  })
 }

@@ -17,13 +17,16 @@ import type { Timers } from '../util/shared-call.js'
 import type { BreakerRegistry } from './breaker.js'
 import type { RetryPolicy, Sleep } from './retry.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { VaultSession, type NodeVaultFactory, type VaultIdentity } from './session.js'
+import { createNodeVaultClient, type NodeVaultClient, type NodeVaultFactory } from './http.js'
+import { installAxiosStandIn } from './no-axios.js'
+import { VaultSession, type VaultIdentity } from './session.js'
 import {
   connectionKey,
   DEFAULT_TRANSPORT_OPTIONS,
   TransportRegistry,
   type TransportOptions,
   type TransportSource,
+  type VaultCaller,
 } from './transport.js'
 
 export type IdentityScope = IdentityScopeName
@@ -49,7 +52,7 @@ export interface SessionPoolOptions {
   maxVaultResponseBytes?: number
   /** The breaker layer around every Vault call of every session. */
   breakers?: BreakerRegistry
-  /** Loads node-vault (about 13 MiB with its HTTP stack): on the first Vault call, once per pool. */
+  /** Loads node-vault (without axios, see no-axios.ts): on the first Vault call, once per pool. */
   loadNodeVault?: () => Promise<NodeVaultFactory>
   /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
   clock?: Clock
@@ -58,7 +61,11 @@ export interface SessionPoolOptions {
   retryPolicy?: RetryPolicy
 }
 
-const importNodeVault = (): Promise<NodeVaultFactory> => import('node-vault').then((m) => m.default)
+/** node-vault as the daemon loads it: with the stand-in for the axios it never calls (no-axios.ts). */
+function importNodeVault(): Promise<NodeVaultFactory> {
+  installAxiosStandIn()
+  return import('node-vault').then((m) => m.default)
+}
 
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
   return JSON.stringify([
@@ -82,6 +89,8 @@ export class SessionPool {
   /** One bounded store for what every identity has read: the memory bound is global. */
   private readonly secrets: SecretStore = createSecretStore()
   private nodeVault: Promise<NodeVaultFactory> | undefined
+  /** One node-vault client per transport (they hold no token), forgotten with the transport. */
+  private readonly clients = new WeakMap<VaultCaller, NodeVaultClient>()
   private readonly clock: Clock
 
   constructor(opts: SessionPoolOptions) {
@@ -119,29 +128,35 @@ export class SessionPool {
     return this.nodeVault
   }
 
+  private async clientFor(transport: VaultCaller): Promise<NodeVaultClient> {
+    const nodeVault = await this.loadNodeVault()
+    let client = this.clients.get(transport)
+    if (client === undefined) {
+      client = createNodeVaultClient(nodeVault, transport)
+      this.clients.set(transport, client)
+    }
+    return client
+  }
+
   async session(id: VaultIdentity): Promise<VaultSession> {
     const key = identityKey(id, this.opts.scope)
     const cached = this.sessions?.get(key)
     if (this.sessions) this.opts.observer?.cacheLookup?.('token', cached !== undefined)
     if (cached) return cached
-    const session = new VaultSession(
-      id,
-      await this.transports.get(id.connection),
-      {
-        logger: this.opts.logger,
-        observer: this.opts.observer,
-        breakers: this.opts.breakers,
-        staticFreshnessMs: this.opts.staticFreshnessMs,
-        shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
-        store: this.secrets,
-        prefix: `${key}\n`,
-        clock: this.opts.clock,
-        timers: this.opts.timers,
-        sleep: this.opts.sleep,
-        retryPolicy: this.opts.retryPolicy,
-      },
-      await this.loadNodeVault(),
-    )
+    const client = await this.clientFor(await this.transports.get(id.connection))
+    const session = new VaultSession(id, client, {
+      logger: this.opts.logger,
+      observer: this.opts.observer,
+      breakers: this.opts.breakers,
+      staticFreshnessMs: this.opts.staticFreshnessMs,
+      shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
+      store: this.secrets,
+      prefix: `${key}\n`,
+      clock: this.opts.clock,
+      timers: this.opts.timers,
+      sleep: this.opts.sleep,
+      retryPolicy: this.opts.retryPolicy,
+    })
     if (!this.sessions) return session
     // Another Mount of the same identity may have created one while we awaited.
     const raced = this.sessions.get(key)

@@ -1,12 +1,12 @@
 /**
- * One identity's conversation with Vault: its own node-vault client (the
- * token holder: node-vault's login overwrites the client's token, so a client
- * is never shared between identities), one login at a time, the token's
- * lifecycle (renewed at two thirds of its TTL, replaced when it cannot be,
- * revoked when the identity goes away), a single re-login when a cached token
- * is refused, and what the identity has read (secret-cache.ts).
+ * One identity's conversation with Vault: its calls go through the node-vault
+ * client of its transport (shared by the identities on that transport: the
+ * client holds no token, each call states its own, see http.ts), one login at
+ * a time, the token's lifecycle (renewed at two thirds of its TTL, replaced
+ * when it cannot be, revoked when the identity goes away), a single re-login
+ * when a cached token is refused, and what the identity has read
+ * (secret-cache.ts).
  */
-import type NodeVault from 'node-vault'
 import { isProviderError, ProviderError, q, type ErrorCode } from '../errors.js'
 import { decodeServiceAccountJwt } from '../identity/claims.js'
 import type { Logger } from '../observability/logger.js'
@@ -17,10 +17,10 @@ import { REAL_TIMERS, SharedCall, type Timers } from '../util/shared-call.js'
 import type { BreakerRegistry } from './breaker.js'
 import { isTimeout, statusOf, VaultCallAborted } from './call-errors.js'
 import { attemptsOf, deadlineError, vaultError } from './errors.js'
-import { createVaultRequester, nodeVaultRequestLayer, type NodeVaultRequest } from './http.js'
+import type { NodeVaultClient, NodeVaultRequest } from './http.js'
 import { DEFAULT_RETRY_POLICY, abortableSleep, withRetry, type RetryPolicy, type Sleep } from './retry.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
-import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from './transport.js'
+import { MAX_TOKEN_ANSWER_BYTES } from './transport.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
@@ -106,11 +106,9 @@ function stringField(obj: unknown, key: string): string | undefined {
 
 export type JwtSupplier = () => Promise<string>
 
-export type NodeVaultFactory = typeof NodeVault
-
 export class VaultSession {
   readonly identity: VaultIdentity
-  private readonly client: ReturnType<NodeVaultFactory>
+  private readonly client: NodeVaultClient
   private readonly logger: Logger
   private token: TokenState | undefined
   private loginInFlight: SharedCall<TokenState> | undefined
@@ -126,8 +124,8 @@ export class VaultSession {
   private readonly timers: Timers
   lastUsedAt: number
 
-  /** `nodeVault` is node-vault's factory (loaded once by the pool). */
-  constructor(identity: VaultIdentity, transport: VaultCaller, opts: SessionOptions, nodeVault: NodeVaultFactory) {
+  /** `client` is the node-vault client of the identity's transport (http.ts: createNodeVaultClient). */
+  constructor(identity: VaultIdentity, client: NodeVaultClient, opts: SessionOptions) {
     this.identity = identity
     this.logger = opts.logger
     this.observer = opts.observer
@@ -138,15 +136,7 @@ export class VaultSession {
     this.timers = opts.timers ?? REAL_TIMERS
     this.cache = new SecretCache({ ...opts, clock: this.clock, timers: this.timers })
     this.lastUsedAt = this.clock()
-    this.client = nodeVault({
-      apiVersion: 'v1',
-      // Not used for sending: the request layer sends to the transport's address only (vault/http.ts).
-      endpoint: transport.address,
-      // node-vault's debug output includes request bodies (the login JWT).
-      debug: () => undefined,
-      // Every call goes through the Vault transport (vault/http.ts, vault/transport.ts).
-      'request-promise': nodeVaultRequestLayer(createVaultRequester(transport)),
-    })
+    this.client = client
   }
 
   /** One HTTP call through node-vault, with exactly the token and namespace given here. */

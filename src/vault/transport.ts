@@ -27,7 +27,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import type { Dispatcher, buildConnector as Connectors } from 'undici'
-import { Pool, buildConnector } from '../http/undici.js'
+import { loadUndici, type Pool, type Undici } from '../http/undici.js'
 import { ProviderError, q } from '../errors.js'
 import {
   operationOfCall,
@@ -197,17 +197,22 @@ export class VaultTransport implements VaultCaller {
     this.opts = opts
   }
 
-  /** Reads the TLS files (capped, see tls-files.ts) and builds the connection pool; nothing connects yet. */
+  /**
+   * Reads the TLS files (capped, see tls-files.ts) and builds the connection
+   * pool (loading undici on the first one); nothing connects yet.
+   */
   static async create(conn: VaultConnection, opts: VaultTransportOptions): Promise<VaultTransport> {
     const address = conn.address
     if (address.startsWith('unix://')) {
+      const undici = await loadUndici()
       const socketPath = address.slice('unix://'.length)
-      const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN)
-      return new VaultTransport(address, newPool(UNIX_PLACEHOLDER_ORIGIN, connect), opts)
+      const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN, undici.buildConnector)
+      return new VaultTransport(address, newPool(undici, UNIX_PLACEHOLDER_ORIGIN, connect), opts)
     }
     const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
-    const connect = guardedConnector(address, tls ?? {}, opts, address)
-    return new VaultTransport(address, newPool(address, connect), opts)
+    const undici = await loadUndici()
+    const connect = guardedConnector(address, tls ?? {}, opts, address, undici.buildConnector)
+    return new VaultTransport(address, newPool(undici, address, connect), opts)
   }
 
   /** Closes the pool's connections (in-flight calls fail). */
@@ -376,8 +381,8 @@ export class VaultTransport implements VaultCaller {
   }
 }
 
-function newPool(origin: string, connect: Connectors.connector): Pool {
-  return new Pool(origin, {
+function newPool(undici: Undici, origin: string, connect: Connectors.connector): Pool {
+  return new undici.Pool(origin, {
     connections: MAX_SOCKETS_PER_VAULT,
     connect,
   })
@@ -387,13 +392,14 @@ function newPool(origin: string, connect: Connectors.connector): Pool {
  * undici's connector with a check in front: every new connection goes to
  * the transport's own host and port only, and only while the allow-list
  * admits the address. Redirects are never followed; this holds even if some
- * code path tried.
+ * code path tried. `buildConnector` is undici's (loadUndici()).
  */
 export function guardedConnector(
   address: string,
   options: { socketPath?: string } & Partial<TlsMaterial>,
   opts: TransportOptions,
   origin: string,
+  buildConnector: Undici['buildConnector'],
 ): Connectors.connector {
   const url = new URL(origin)
   const host = url.hostname.replace(/^\[|\]$/g, '')

@@ -8,7 +8,7 @@ import nodeVault from 'node-vault'
 import t from 'tap'
 import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
-import { createVaultRequester } from '../../../src/vault/http.js'
+import { createNodeVaultClient, createVaultRequester } from '../../../src/vault/http.js'
 import { VaultSession } from '../../../src/vault/session.js'
 import { VaultTransport, defaultTransportOptions } from '../../../src/vault/transport.js'
 
@@ -59,9 +59,8 @@ t.test("a pod's calls never carry the provider's VAULT_* environment", async (t)
       audience: 'vault',
       pod: { name: 'web-0', namespace: 'shop', uid: 'u', serviceAccount: 'web' },
     },
-    transport,
+    createNodeVaultClient(nodeVault, transport),
     { logger, staticFreshnessMs: 0, shareDynamic: false },
-    nodeVault,
   )
   const body = await session.request(
     { method: 'GET', path: 'secret/data/app', query: [] },

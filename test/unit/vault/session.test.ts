@@ -7,6 +7,7 @@ import t from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
+import { createNodeVaultClient } from '../../../src/vault/http.js'
 import { VaultSession, type VaultIdentity, type VaultRequest } from '../../../src/vault/session.js'
 import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { ManualTime } from '../../support/manual-time.js'
@@ -28,19 +29,14 @@ function setup(vault: FakeVault): {
   deadline(ms?: number, signal?: AbortSignal): Deadline
 } {
   const time = new ManualTime()
-  const session = new VaultSession(
-    identity,
-    vault,
-    {
-      logger,
-      staticFreshnessMs: 0,
-      shareDynamic: false,
-      clock: time.clock,
-      timers: time,
-      sleep: async () => undefined,
-    },
-    nodeVault,
-  )
+  const session = new VaultSession(identity, createNodeVaultClient(nodeVault, vault), {
+    logger,
+    staticFreshnessMs: 0,
+    shareDynamic: false,
+    clock: time.clock,
+    timers: time,
+    sleep: async () => undefined,
+  })
   return { session, time, deadline: (ms = 30_000, signal?: AbortSignal) => Deadline.in(ms, signal, time.clock) }
 }
 
