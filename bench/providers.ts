@@ -29,7 +29,7 @@ export function imageEntrypoint(): string[] {
   return JSON.parse(m[1]!) as string[]
 }
 
-/** What the image runs (dist/bundle/main.js), unless VCP_PROVIDER_MAIN names another build. */
+/** What the image runs (the script of the Dockerfile's ENTRYPOINT), unless VCP_PROVIDER_MAIN names another build. */
 export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, imageEntrypoint().at(-1)!)
 export const REFERENCE_BIN =
   process.env['VCP_REFERENCE_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'vault-csi-provider')
