@@ -234,7 +234,7 @@ export async function runBench(
     }
     if (o.scenarios.includes('footprint')) {
       for (const v of [...oursDefault, ...baselines, ...ref]) {
-        await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods), results.footprint)
+        await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods, o.settleSec * 1000), results.footprint)
       }
     }
     if (o.scenarios.includes('fleet')) {

@@ -32,6 +32,8 @@ export interface BenchOptions {
    * bench/run.sh into .cache/bench/baseline-<rev>/. Empty: none.
    */
   baselines: string[]
+  /** Footprint: seconds a fresh provider idles before its settled RSS is read (the 2 s reading comes first). */
+  settleSec: number
 }
 
 /** The build before the issue-12 work: the default baseline of a full run. */
@@ -50,6 +52,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --minute SEC       real seconds per simulated minute in the churn scenario (default 3)
   --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
   --repeat N         storm runs per variant, median reported (default 3)
+  --settle SEC       footprint: read the idle RSS again SEC seconds after start, once V8's memory
+                     reducer has collected the garbage of start-up (default 20; --quick: 2)
   --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts,
                      2 fleet nodes, no baseline)
   --no-reference     run our provider only
@@ -95,6 +99,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     '--nodes',
     '--fleet-spread',
     '--baseline',
+    '--settle',
     ...flags,
   ]
   for (const k of given.keys()) if (!known.includes(k)) throw new UsageError(`unknown option ${k}`)
@@ -115,6 +120,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     nodes: quick ? 2 : 10,
     fleetSpreadSec: quick ? 0 : 30,
     baselines: quick ? [] : [DEFAULT_BASELINE],
+    settleSec: quick ? 2 : 20,
   }
   if (given.has('--scenario')) {
     const list = (given.get('--scenario') ?? '').split(',').map((s) => s.trim())
@@ -125,6 +131,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     }
     o.scenarios = SCENARIOS.filter((s) => list.includes(s))
   }
+  if (given.has('--settle')) o.settleSec = Math.max(2, positive('--settle', given.get('--settle'), false))
   if (given.has('--pods')) o.pods = positive('--pods', given.get('--pods'), true)
   if (given.has('--repeat')) o.repeat = positive('--repeat', given.get('--repeat'), true)
   if (given.has('--rounds')) o.rounds = positive('--rounds', given.get('--rounds'), true)

@@ -34,6 +34,19 @@ t.test('options: fleet nodes and baselines', async (t) => {
   t.throws(() => parseOptions(['--nodes', '0'], '/out'), /--nodes needs a positive integer/)
 })
 
+t.test('options: how long the footprint scenario lets a provider settle before its idle RSS', async (t) => {
+  const full = parseOptions([], '/out')
+  const quick = parseOptions(['--quick'], '/out')
+  const given = parseOptions(['--settle', '30'], '/out')
+  const tooShort = parseOptions(['--settle=1'], '/out')
+  if (full === 'help' || quick === 'help' || given === 'help' || tooShort === 'help') throw new Error('unexpected help')
+  t.equal(full.settleSec, 20, 'past V8’s 8 s memory-reducer delay')
+  t.equal(quick.settleSec, 2, 'a smoke run reads it once')
+  t.equal(given.settleSec, 30)
+  t.equal(tooShort.settleSec, 2, 'never before the 2 s reading')
+  t.throws(() => parseOptions(['--settle', 'x'], '/out'), /--settle needs a positive number/)
+})
+
 t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
   const openbaoHelp = [
     'Usage of openbao-csi-provider:',
