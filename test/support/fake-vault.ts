@@ -1,8 +1,31 @@
 // Stand-in for the Vault transport in unit tests of the session, the pool and the Mount runner:
 // it records every call and answers from a script, so tests can hold an answer, fail it, or
 // check what was sent. The real transport is tested against real HTTP servers and OpenBao.
+import type { Logger } from '../../src/observability/logger.js'
 import { VaultCallAborted, VaultHttpError } from '../../src/vault/call-errors.js'
-import type { VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport.js'
+import type { SessionPoolOptions } from '../../src/vault/pool.js'
+import type { TransportSource, VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport.js'
+
+/**
+ * SessionPool options for unit tests on fake Vaults: pod scope, nothing kept past a Mount, no idle
+ * revocation; `more` sets what a test is about (node-vault's loader, time, the scope…).
+ */
+export function fakePoolOptions(
+  logger: Logger,
+  transports: TransportSource,
+  more: Partial<SessionPoolOptions> = {},
+): SessionPoolOptions {
+  return {
+    maxSessions: 10,
+    scope: 'pod',
+    staticFreshnessMs: 0,
+    shareDynamic: false,
+    idleRevokeMs: 0,
+    logger,
+    transports,
+    ...more,
+  }
+}
 
 export type Handler = (call: VaultCall) => VaultAnswer | Promise<VaultAnswer>
 

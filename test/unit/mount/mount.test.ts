@@ -11,7 +11,7 @@ import { createLogger } from '../../../src/observability/logger.js'
 import type { MountSpec } from '../../../src/request/types.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { SessionPool } from '../../../src/vault/pool.js'
-import { FakeVault, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
+import { FakeVault, fakePoolOptions, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { signServiceAccountJwt } from '../../support/jwt.js'
 import { ManualTime } from '../../support/manual-time.js'
 
@@ -48,19 +48,18 @@ function spec(objects: number): MountSpec {
 }
 
 function deps(vault: FakeVault, time: ManualTime): MountDeps {
-  const pool = new SessionPool({
-    maxSessions: 10,
-    scope: 'pod',
-    staticFreshnessMs: 0,
-    shareDynamic: false,
-    idleRevokeMs: 0,
-    logger,
-    transports: { get: async () => vault },
-    loadNodeVault: async () => nodeVault,
-    clock: time.clock,
-    timers: time,
-    sleep: async () => undefined,
-  })
+  const pool = new SessionPool(
+    fakePoolOptions(
+      logger,
+      { get: async () => vault },
+      {
+        loadNodeVault: async () => nodeVault,
+        clock: time.clock,
+        timers: time,
+        sleep: async () => undefined,
+      },
+    ),
+  )
   return { pool, kube: undefined, hmacKey: ephemeralKey(), logger }
 }
 

@@ -7,7 +7,7 @@ import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { AXIOS_STAND_IN, axiosPathForNodeVault } from '../../../src/vault/no-axios.js'
 import { SessionPool } from '../../../src/vault/pool.js'
-import { FakeVault, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
+import { FakeVault, fakePoolOptions, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
 const require = createRequire(import.meta.url)
@@ -20,15 +20,7 @@ t.test('node-vault gets the stand-in for axios; the real one is never loaded; ca
   vault.on(/login$/, () => loginAnswer('hvs.t1', 3600))
   vault.on(/^GET secret\/data\/app$/, () => kvAnswer('v'))
   // No loadNodeVault: the pool loads node-vault as the daemon does.
-  const pool = new SessionPool({
-    maxSessions: 10,
-    scope: 'pod',
-    staticFreshnessMs: 0,
-    shareDynamic: false,
-    idleRevokeMs: 0,
-    logger,
-    transports: { get: async () => vault },
-  })
+  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }))
   t.teardown(() => pool.close())
   const session = await pool.session({
     connection: { address: vault.address, tls: { skipVerify: false } },

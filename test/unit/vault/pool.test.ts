@@ -7,7 +7,7 @@ import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { SessionPool } from '../../../src/vault/pool.js'
 import type { VaultIdentity } from '../../../src/vault/session.js'
-import { FakeVault, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
+import { FakeVault, fakePoolOptions, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { ManualTime } from '../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
@@ -27,19 +27,20 @@ function setup(scope: 'pod' | 'serviceaccount'): { pool: SessionPool; vault: Fak
   vault.on(/^GET secret/, () => kvAnswer('v'))
   vault.on(/revoke-self$/, () => ({ status: 204, body: '' }))
   const time = new ManualTime()
-  const pool = new SessionPool({
-    maxSessions: 10,
-    scope,
-    staticFreshnessMs: 0,
-    shareDynamic: false,
-    idleRevokeMs: 60_000,
-    autoSweep: false,
-    logger,
-    transports: { get: async () => vault },
-    loadNodeVault: async () => nodeVault,
-    clock: time.clock,
-    timers: time,
-  })
+  const pool = new SessionPool(
+    fakePoolOptions(
+      logger,
+      { get: async () => vault },
+      {
+        scope,
+        idleRevokeMs: 60_000,
+        autoSweep: false,
+        loadNodeVault: async () => nodeVault,
+        clock: time.clock,
+        timers: time,
+      },
+    ),
+  )
   t.teardown(() => pool.close())
   return { pool, vault, time }
 }
@@ -81,16 +82,15 @@ t.test('one node-vault client per transport, whatever the number of identities o
     endpoints.push(config?.endpoint ?? '')
     return nodeVault(config)
   }) as typeof nodeVault
-  const pool = new SessionPool({
-    maxSessions: 10,
-    scope: 'pod',
-    staticFreshnessMs: 0,
-    shareDynamic: false,
-    idleRevokeMs: 0,
-    logger,
-    transports: { get: async (conn) => (conn.address === vaults[0]!.address ? vaults[0]! : vaults[1]!) },
-    loadNodeVault: async () => counting,
-  })
+  const pool = new SessionPool(
+    fakePoolOptions(
+      logger,
+      { get: async (conn) => (conn.address === vaults[0]!.address ? vaults[0]! : vaults[1]!) },
+      {
+        loadNodeVault: async () => counting,
+      },
+    ),
+  )
   t.teardown(() => pool.close())
   const at = (address: string, uid: string): VaultIdentity => ({
     ...id(uid),
