@@ -159,8 +159,9 @@ export class ProviderServer {
     const { socketPath, logger } = this.opts
     const previous = await inspectSocketPath(socketPath)
     await this.bindPublicPath()
-    if (previous === 'stale') logger.info({ socket: socketPath }, 'removed a stale socket file')
-    if (previous === 'live') {
+    if (previous.state === 'stale')
+      logger.info({ socket: socketPath, why: previous.why }, 'removed a stale socket file')
+    if (previous.state === 'live') {
       logger.info(
         { socket: socketPath },
         'took over the socket from a running instance; it finishes its calls and exits',

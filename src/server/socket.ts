@@ -65,24 +65,37 @@ export function privateSocketPath(socketPath: string, unique: string | number = 
   return Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES ? p : undefined
 }
 
-/** What is at the socket path: nothing, a socket nobody answers on, or a live server. */
-export async function inspectSocketPath(socketPath: string): Promise<'none' | 'stale' | 'live'> {
+/** How long a connect to an existing socket file may take before the file counts as stale. */
+export const SOCKET_PROBE_TIMEOUT_MS = 1000
+
+/**
+ * What is at the socket path: nothing, a socket nobody answers on, or a live server. For a
+ * stale one, `why` says how that was decided: a refused connect (the usual leftover of
+ * kill -9, decided at once) or no answer within SOCKET_PROBE_TIMEOUT_MS (a hung process).
+ */
+export type SocketAtPath = { state: 'none' } | { state: 'live' } | { state: 'stale'; why: string }
+
+export async function inspectSocketPath(socketPath: string): Promise<SocketAtPath> {
   await mkdir(path.dirname(socketPath), { recursive: true })
   const stat = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined
     throw err
   })
-  if (stat === undefined) return 'none'
+  if (stat === undefined) return { state: 'none' }
   if (!stat.isSocket()) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`)
   return new Promise((resolve) => {
     const s = net.connect({ path: socketPath })
-    const done = (state: 'stale' | 'live'): void => {
+    const done = (found: SocketAtPath): void => {
       s.destroy()
-      resolve(state)
+      resolve(found)
     }
-    s.setTimeout(1000, () => done('stale'))
-    s.once('connect', () => done('live'))
-    s.once('error', () => done('stale'))
+    s.setTimeout(SOCKET_PROBE_TIMEOUT_MS, () =>
+      done({ state: 'stale', why: `no answer within ${SOCKET_PROBE_TIMEOUT_MS} ms` }),
+    )
+    s.once('connect', () => done({ state: 'live' }))
+    s.once('error', (err: NodeJS.ErrnoException) =>
+      done({ state: 'stale', why: `nothing listens on it (${err.code ?? err.message})` }),
+    )
   })
 }
 

@@ -143,7 +143,10 @@ t.test('socket handover between two instances under continuous Mount traffic: ze
   await newInstance.stop()
 })
 
-t.test('kill -9, then a restart serves within 1 s', async (t) => {
+// What kill -9 leaves is a socket file nobody listens on: connecting to it is refused at once, so
+// the restart replaces it without waiting for the probe's timeout. Asserted on the reason the new
+// instance logs, not on a time, which would measure this machine's load instead.
+t.test('kill -9, then a restart replaces the stale socket at once and serves', async (t) => {
   const first = await startProvider({ args: [`-vault-addr=${fx.bao.addr}`] })
   allLogs.push(first)
   const local = Fixture.attach(fx.bao, first)
@@ -157,8 +160,9 @@ t.test('kill -9, then a restart serves within 1 s', async (t) => {
   const { result } = await again.mount({ params })
   const mounted = Date.now() - spawned
   t.ok(result.ok, result.message)
-  t.ok(serving <= 1_000, `serving ${serving} ms after the restart (the stale socket did not block it)`)
-  t.match(await second.logs(), /removed a stale socket file/)
+  const removed = (await second.logLines()).filter((l) => l.msg === 'removed a stale socket file')
+  t.equal(removed.length, 1, 'the new instance removed the stale socket file')
+  t.match(removed[0]?.why, /^nothing listens on it \(ECONNREFUSED\)$/, 'decided by a refused connect, not a timeout')
   t.equal((await driverVersion({ socketDir: second.socketDir, provider: 'vault' })).ok, true)
   figures.killRestart = { servingMs: serving, firstMountMs: mounted }
   allJwts.push(...local.issuedJwts, ...again.issuedJwts)
