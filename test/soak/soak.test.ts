@@ -47,9 +47,16 @@ async function openFds(): Promise<number> {
   return (await readdir('/proc/self/fd')).length
 }
 
+/**
+ * undici closes a pooled connection after 4 s idle (its default keepAliveTimeout, which the
+ * transport keeps), checking about once a second. Counted before that, the fds include however
+ * many keep-alive sockets the last Mounts happened to leave open: 2 to 66 were seen at 1.5 s.
+ */
+const KEEP_ALIVE_CLOSED_MS = 4_000 + 2_000
+
 async function settle(): Promise<{ rss: number; fds: number; heap: number }> {
   // Let keep-alive sockets and timers wind down, then collect twice.
-  await new Promise((r) => setTimeout(r, 1_500))
+  await new Promise((r) => setTimeout(r, KEEP_ALIVE_CLOSED_MS))
   gc()
   await new Promise((r) => setTimeout(r, 200))
   gc()
