@@ -60,6 +60,16 @@ export function pathConflicts(
     if (seen.has(p)) duplicates.add(p)
     seen.add(p)
   }
+  // Without a "/" inside any path no file can be another's directory: the usual flat volume
+  // costs neither the random seed (a getrandom call) nor the hashing.
+  let anyNested = false
+  for (const p of seen) {
+    if (p.indexOf('/', 1) !== -1) {
+      anyNested = true
+      break
+    }
+  }
+  if (!anyNested) return { duplicates: [...duplicates], nested: [] }
   const seed = (randomBytes(4).readUInt32LE(0) | 1) >>> 0
   const step = (h: number, code: number): number => (Math.imul(h ^ code, seed) + 0x9e3779b9) >>> 0
   /** The same hash over the whole string, and its length, as one safe integer key. */

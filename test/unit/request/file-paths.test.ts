@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import t from 'tap'
 import { MAX_ELEMENT_BYTES, MAX_PATH_BYTES, filePathProblem, pathConflicts } from '../../../src/request/file-paths.js'
 
@@ -167,6 +168,35 @@ t.test('pathConflicts', async (t) => {
   const both = pathConflicts(['x', 'x', 'x/y'])
   t.strictSame(both.duplicates, ['x'])
   t.strictSame(both.nested, [['x', 'x/y']])
+})
+
+t.test('pathConflicts agrees with the pairwise definition, flat names and nested ones', async (t) => {
+  // Every pair compared as text: a duplicate, or one path a directory of the other.
+  const pairwise = (paths: string[]): { duplicates: string[]; nested: Array<[string, string]> } => {
+    const unique = [...new Set(paths)]
+    const duplicates = unique.filter((p) => paths.indexOf(p) !== paths.lastIndexOf(p))
+    const nested: Array<[string, string]> = []
+    for (const p of unique) for (const d of unique) if (p.startsWith(`${d}/`) && d.length > 0) nested.push([d, p])
+    return { duplicates, nested }
+  }
+  const sortPairs = (pairs: Array<[string, string]>): string[] => pairs.map((p) => p.join(' > ')).sort()
+  // Few letters and short names, so duplicates and directory prefixes are frequent.
+  const name = fc.array(fc.constantFrom('a', 'b'), { minLength: 1, maxLength: 2 }).map((parts) => parts.join(''))
+  const paths = fc.array(
+    fc.array(name, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/')),
+    { maxLength: 8 },
+  )
+  fc.assert(
+    fc.property(paths, (ps) => {
+      const got = pathConflicts(ps, { maxNested: 1000 })
+      const want = pairwise(ps)
+      return (
+        JSON.stringify(got.duplicates.sort()) === JSON.stringify(want.duplicates.sort()) &&
+        JSON.stringify(sortPairs(got.nested)) === JSON.stringify(sortPairs(want.nested))
+      )
+    }),
+  )
+  t.pass('pathConflicts matched the pairwise definition on every generated set')
 })
 
 t.test('pathConflicts on thousands of deep names: correct results', async (t) => {
