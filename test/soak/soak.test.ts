@@ -49,7 +49,7 @@ async function openFds(): Promise<number> {
 
 /**
  * undici closes a pooled connection after 4 s idle (its default keepAliveTimeout, which the
- * transport keeps), checking about once a second. Counted before that, the fds include however
+ * transport keeps), on a coarse timer. Counted before that, the fds include however
  * many keep-alive sockets the last Mounts happened to leave open: 2 to 66 were seen at 1.5 s.
  */
 const KEEP_ALIVE_CLOSED_MS = 4_000 + 2_000

@@ -10,7 +10,7 @@ import { createLogger } from '../../../src/observability/logger.js'
 import { ProviderServer } from '../../../src/server/grpc-server.js'
 import type { Deadline } from '../../../src/util/deadline.js'
 import { driverMount } from '../../support/driver-client.js'
-import { makeTempDir } from '../../support/tmp.js'
+import { tempDirFor } from '../../support/tmp.js'
 
 const ATTRIBUTES = { secretProviderClass: 'spc' }
 
@@ -18,10 +18,8 @@ async function serve(
   t: Test,
   mount: (deadline: Deadline) => Promise<unknown>,
 ): Promise<{ socketDir: string; targetPath: string }> {
-  const tmp = await makeTempDir('vcp-grpc-server-')
-  t.teardown(tmp.cleanup)
-  const socketDir = join(tmp.path, 'sock')
-  const targetPath = tmp.path
+  const targetPath = await tempDirFor(t, 'vcp-grpc-server-')
+  const socketDir = join(targetPath, 'sock')
   const mountService = { mount: (_req: unknown, deadline: Deadline) => mount(deadline) } as unknown as MountService
   const server = new ProviderServer({
     socketPath: join(socketDir, 'vault.sock'),

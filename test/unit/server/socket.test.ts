@@ -4,31 +4,30 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { lstat, writeFile } from 'node:fs/promises'
 import net from 'node:net'
-import { join } from 'node:path'
-import t from 'tap'
+import { dirname, join } from 'node:path'
+import t, { type Test } from 'tap'
 import { inspectSocketPath } from '../../../src/server/socket.js'
-import { makeTempDir } from '../../support/tmp.js'
+import { tempDirFor } from '../../support/tmp.js'
+
+/** A socket path in a directory of the test's own, removed at its end. */
+async function socketPathIn(t: Test, ...sub: string[]): Promise<string> {
+  return join(await tempDirFor(t, 'vcp-socket-'), ...sub, 'vault.sock')
+}
 
 t.test('nothing at the path (its directory is created)', async (t) => {
-  const tmp = await makeTempDir('vcp-socket-')
-  t.teardown(tmp.cleanup)
-  const socketPath = join(tmp.path, 'sub', 'vault.sock')
+  const socketPath = await socketPathIn(t, 'sub')
   t.same(await inspectSocketPath(socketPath), { state: 'none' })
-  t.ok((await lstat(join(tmp.path, 'sub'))).isDirectory(), 'the socket directory exists')
+  t.ok((await lstat(dirname(socketPath))).isDirectory(), 'the socket directory exists')
 })
 
 t.test('a file that is not a socket is refused, never replaced', async (t) => {
-  const tmp = await makeTempDir('vcp-socket-')
-  t.teardown(tmp.cleanup)
-  const socketPath = join(tmp.path, 'vault.sock')
+  const socketPath = await socketPathIn(t)
   await writeFile(socketPath, 'not a socket')
   await t.rejects(inspectSocketPath(socketPath), /exists and is not a socket; refusing to replace it/)
 })
 
 t.test('a live server', async (t) => {
-  const tmp = await makeTempDir('vcp-socket-')
-  t.teardown(tmp.cleanup)
-  const socketPath = join(tmp.path, 'vault.sock')
+  const socketPath = await socketPathIn(t)
   const server = net.createServer((c) => c.destroy())
   server.listen(socketPath)
   await once(server, 'listening')
@@ -37,9 +36,7 @@ t.test('a live server', async (t) => {
 })
 
 t.test('the socket file a killed process left: stale, because the connect is refused', async (t) => {
-  const tmp = await makeTempDir('vcp-socket-')
-  t.teardown(tmp.cleanup)
-  const socketPath = join(tmp.path, 'vault.sock')
+  const socketPath = await socketPathIn(t)
   // A process killed with SIGKILL leaves its socket file behind, as kill -9 of the daemon does.
   const child = spawn(
     process.execPath,
