@@ -226,7 +226,7 @@ export async function runBench(
     }
     if (o.scenarios.includes('latency')) {
       try {
-        const lat = await runLatency(ctx, [...oursScopes, ...baselines, ...ref], o.latencyMounts)
+        const lat = await runLatency(ctx, [...oursScopes, ...baselines, ...ref], o.latencyMounts, o.latencyWarmup)
         results.latency.push(...lat.results)
         results.failures.push(...lat.failures)
         for (const f of lat.failures) log(`${f.variant} failed: ${f.error.split('\n')[0] ?? ''}`)

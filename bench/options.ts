@@ -10,8 +10,14 @@ export interface BenchOptions {
   rounds: number
   /** Real seconds per simulated minute in the churn scenario. */
   minuteSec: number
-  /** Mounts per concurrency level in the latency scenario (after one warm-up Mount per pod). */
+  /** Mounts per concurrency level in the latency scenario (after the warm-up below). */
   latencyMounts: number
+  /**
+   * Latency: unmeasured Mounts per variant at concurrency 8 before the levels, so that "warm" means
+   * the same for every variant: a JIT runtime's code optimised (about 300 Mounts for ours on Node 20),
+   * a Go binary's caches filled. Their CPU is reported on its own line. 0: one Mount per pod only.
+   */
+  latencyWarmup: number
   /** Storm runs per variant (cold each time); the median by completion time is reported. */
   repeat: number
   /** Run the reference provider too (when it can be installed). */
@@ -51,6 +57,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --rounds N         republish rounds in the churn scenario (default 10)
   --minute SEC       real seconds per simulated minute in the churn scenario (default 3)
   --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
+  --latency-warmup N unmeasured Mounts per variant before the latency levels (default 400;
+                     --quick: 40; 0: one Mount per pod), their CPU reported on its own line
   --repeat N         storm runs per variant, median reported (default 3)
   --settle SEC       footprint: read the idle RSS again SEC seconds after start, once V8's memory
                      reducer has collected the garbage of start-up (default 20; --quick: 2)
@@ -94,6 +102,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     '--rounds',
     '--minute',
     '--latency-mounts',
+    '--latency-warmup',
     '--repeat',
     '--out',
     '--nodes',
@@ -111,6 +120,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     rounds: quick ? 3 : 10,
     minuteSec: quick ? 0.5 : 3,
     latencyMounts: quick ? 40 : 400,
+    latencyWarmup: quick ? 40 : 400,
     repeat: quick ? 1 : 3,
     reference: !given.has('--no-reference'),
     scopes: ['pod', 'serviceaccount'],
@@ -149,6 +159,10 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
       if (!/^[A-Za-z0-9][A-Za-z0-9._/-]{0,63}$/.test(r)) throw new UsageError(`--baseline: not a git revision: ${r}`)
     }
     o.baselines = revs
+  }
+  if (given.has('--latency-warmup')) {
+    const v = given.get('--latency-warmup')
+    o.latencyWarmup = v === '0' ? 0 : positive('--latency-warmup', v, true)
   }
   if (given.has('--latency-mounts')) {
     o.latencyMounts = positive('--latency-mounts', given.get('--latency-mounts'), true)

@@ -47,6 +47,20 @@ t.test('options: how long the footprint scenario lets a provider settle before i
   t.throws(() => parseOptions(['--settle', 'x'], '/out'), /--settle needs a positive number/)
 })
 
+t.test('options: unmeasured warm-up Mounts before the latency levels', async (t) => {
+  const full = parseOptions([], '/out')
+  const quick = parseOptions(['--quick'], '/out')
+  const none = parseOptions(['--latency-warmup', '0'], '/out')
+  const given = parseOptions(['--latency-warmup=1000'], '/out')
+  if (full === 'help' || quick === 'help' || none === 'help' || given === 'help') throw new Error('unexpected help')
+  t.equal(full.latencyWarmup, 400, 'past the ~300 Mounts ours needs to have its hot code optimised')
+  t.equal(quick.latencyWarmup, 40)
+  t.equal(none.latencyWarmup, 0, '0 keeps only the one Mount per pod')
+  t.equal(given.latencyWarmup, 1000)
+  t.throws(() => parseOptions(['--latency-warmup', '-5'], '/out'), /--latency-warmup needs a positive integer/)
+  t.throws(() => parseOptions(['--latency-warmup', '2.5'], '/out'), /--latency-warmup needs a positive integer/)
+})
+
 t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
   const openbaoHelp = [
     'Usage of openbao-csi-provider:',

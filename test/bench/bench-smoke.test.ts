@@ -11,7 +11,10 @@ import { tempDirFor } from '../support/tmp.js'
 t.test('bench --quick --no-reference writes results with Vault counts', async (t) => {
   const out = await tempDirFor(t, 'vcp-bench-smoke-')
   const opts = parseOptions(
-    ['--quick', '--no-reference', '--pods', '3', '--rounds', '2', '--latency-mounts', '10', '--out', out],
+    [
+      ...['--quick', '--no-reference', '--pods', '3', '--rounds', '2'],
+      ...['--latency-mounts', '10', '--latency-warmup', '16', '--out', out],
+    ],
     out,
   )
   if (opts === 'help') throw new Error('unexpected help')
@@ -45,6 +48,8 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     ],
   )
   t.ok((lat?.levels[0]?.vaultCallsPerMount ?? 0) > 0, 'Vault requests seen by the timing proxy')
+  t.same([lat?.warmup.mounts, lat?.warmup.failed], [16, 0], 'the warm-up ran before the levels, none failed')
+  t.ok(Number.isFinite(lat?.warmup.cpuMsPerMount), 'its CPU per Mount is reported')
 
   // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
   t.same(
