@@ -2,7 +2,16 @@
 // provider variant on the same OpenBao. Every scenario starts a fresh provider
 // process, so each one is cold at its start.
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
-import { attributesFor, failures, makePods, mountMany, percentile, type ManyCall, type SpcObject } from './load.js'
+import {
+  attributesFor,
+  failures,
+  makePods,
+  mountMany,
+  percentile,
+  type ManyCall,
+  type ManyOutput,
+  type SpcObject,
+} from './load.js'
 import { imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
 import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
 import type { World } from './world.js'
@@ -454,38 +463,43 @@ export async function runLatency(
 
 /**
  * Unmeasured Mounts at concurrency 8, the same number for every variant. Without them the first
- * level (concurrency 1) would carry ours's JIT warm-up: on Node 20 CPU per Mount falls from ~13 ms
+ * level (concurrency 1) would carry our JIT warm-up: on Node 20 CPU per Mount falls from ~13 ms
  * over the first 50 Mounts to ~6 ms up to Mount 300 and ~3.5 ms after, while a Go binary is at its
  * steady cost from the first Mount. Their CPU per Mount is reported, so the warm-up is not hidden.
  */
 async function warmUp(ctx: Context, s: LatencySetup, count: number): Promise<void> {
   if (count === 0) return
   ctx.log(`latency: ${s.v.label}: ${count} warm-up Mounts at concurrency ${LATENCY_PODS}`)
-  const calls: ManyCall[] = Array.from({ length: count }, (_, i) => ({
-    target: s.targets[i % LATENCY_PODS]!,
-    attributes: s.attrs[i % LATENCY_PODS]!,
-  }))
-  const cpuBefore = await s.p.cpuMs()
-  const out = await mountMany(s.p.socketDir, calls, LATENCY_PODS, ctx.dir)
+  const { out, cpuMs } = await podMounts(ctx, s, LATENCY_PODS, count)
   const f = failures(out)
-  s.warmup = {
-    mounts: out.results.length,
-    failed: f.count,
-    cpuMsPerMount: ((await s.p.cpuMs()) - cpuBefore) / Math.max(1, out.results.length),
-  }
+  s.warmup = { mounts: out.results.length, failed: f.count, cpuMsPerMount: cpuMs / Math.max(1, out.results.length) }
   if (f.count > 0) ctx.log(`latency: ${s.v.label}: ${f.count} warm-up Mounts failed: ${f.sample ?? ''}`)
 }
 
-async function latencyBlock(ctx: Context, s: LatencySetup, c: number, count: number, x: Samples): Promise<void> {
-  for (const px of s.proxies) px.calls.length = 0
-  const kubeFrom = ctx.world.kubeTls.calls.length
+/**
+ * `count` Mounts over the first `c` pods at concurrency `c` (Mount i is pod i mod c's, so each pod
+ * has one Mount at a time), with the CPU time the provider process spent meanwhile.
+ */
+async function podMounts(
+  ctx: Context,
+  s: LatencySetup,
+  c: number,
+  count: number,
+): Promise<{ out: ManyOutput; cpuMs: number }> {
   const calls: ManyCall[] = Array.from({ length: count }, (_, i) => ({
     target: s.targets[i % c]!,
     attributes: s.attrs[i % c]!,
   }))
   const cpuBefore = await s.p.cpuMs()
   const out = await mountMany(s.p.socketDir, calls, c, ctx.dir)
-  x.cpuMs += (await s.p.cpuMs()) - cpuBefore
+  return { out, cpuMs: (await s.p.cpuMs()) - cpuBefore }
+}
+
+async function latencyBlock(ctx: Context, s: LatencySetup, c: number, count: number, x: Samples): Promise<void> {
+  for (const px of s.proxies) px.calls.length = 0
+  const kubeFrom = ctx.world.kubeTls.calls.length
+  const { out, cpuMs } = await podMounts(ctx, s, c, count)
+  x.cpuMs += cpuMs
   x.allVaultCalls += s.proxies.reduce((a, px) => a + px.calls.length, 0)
   const f = failures(out)
   x.failed += f.count

@@ -4,42 +4,43 @@ import t from 'tap'
 import { project, perNode, projections, PROJECTION } from '../../bench/economy.js'
 import type { FleetResult } from '../../bench/fleet.js'
 import { emptyCounts } from '../../bench/audit.js'
-import { DEFAULT_BASELINE, parseOptions } from '../../bench/options.js'
+import { DEFAULT_BASELINE, parseOptions, type BenchOptions } from '../../bench/options.js'
 import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
 
+/** parseOptions for argv that is not a help request. */
+function options(argv: string[]): BenchOptions {
+  const o = parseOptions(argv, '/out')
+  if (o === 'help') throw new Error('unexpected help')
+  return o
+}
+
 t.test('options: fleet nodes and baselines', async (t) => {
-  const full = parseOptions([], '/out')
-  if (full === 'help') throw new Error('unexpected help')
+  const full = options([])
   t.equal(full.nodes, 10)
   t.equal(full.fleetSpreadSec, 30)
   t.same(full.baselines, [DEFAULT_BASELINE], 'a full run compares against the build before issue 12')
   t.ok(full.scenarios.includes('fleet'))
-  const quick = parseOptions(['--quick'], '/out')
-  if (quick === 'help') throw new Error('unexpected help')
+  const quick = options(['--quick'])
   t.equal(quick.nodes, 2)
   t.equal(quick.fleetSpreadSec, 0)
   t.same(quick.baselines, [])
-  const given = parseOptions(['--nodes', '5', '--baseline=abc1234,main', '--scenario', 'fleet'], '/out')
-  if (given === 'help') throw new Error('unexpected help')
+  const given = options(['--nodes', '5', '--baseline=abc1234,main', '--scenario', 'fleet'])
   t.equal(given.nodes, 5)
   t.same(given.baselines, ['abc1234', 'main'])
   t.same(given.scenarios, ['fleet'])
-  const allAtOnce = parseOptions(['--fleet-spread', '0'], '/out')
-  if (allAtOnce === 'help') throw new Error('unexpected help')
+  const allAtOnce = options(['--fleet-spread', '0'])
   t.equal(allAtOnce.fleetSpreadSec, 0)
-  const none = parseOptions(['--baseline', 'none'], '/out')
-  if (none === 'help') throw new Error('unexpected help')
+  const none = options(['--baseline', 'none'])
   t.same(none.baselines, [])
   t.throws(() => parseOptions(['--baseline', '../../etc'], '/out'), /--baseline: not a git revision/)
   t.throws(() => parseOptions(['--nodes', '0'], '/out'), /--nodes needs a positive integer/)
 })
 
 t.test('options: how long the footprint scenario lets a provider settle before its idle RSS', async (t) => {
-  const full = parseOptions([], '/out')
-  const quick = parseOptions(['--quick'], '/out')
-  const given = parseOptions(['--settle', '30'], '/out')
-  const tooShort = parseOptions(['--settle=1'], '/out')
-  if (full === 'help' || quick === 'help' || given === 'help' || tooShort === 'help') throw new Error('unexpected help')
+  const full = options([])
+  const quick = options(['--quick'])
+  const given = options(['--settle', '30'])
+  const tooShort = options(['--settle=1'])
   t.equal(full.settleSec, 20, 'past V8’s 8 s memory-reducer delay')
   t.equal(quick.settleSec, 2, 'a smoke run reads it once')
   t.equal(given.settleSec, 30)
@@ -48,11 +49,10 @@ t.test('options: how long the footprint scenario lets a provider settle before i
 })
 
 t.test('options: unmeasured warm-up Mounts before the latency levels', async (t) => {
-  const full = parseOptions([], '/out')
-  const quick = parseOptions(['--quick'], '/out')
-  const none = parseOptions(['--latency-warmup', '0'], '/out')
-  const given = parseOptions(['--latency-warmup=1000'], '/out')
-  if (full === 'help' || quick === 'help' || none === 'help' || given === 'help') throw new Error('unexpected help')
+  const full = options([])
+  const quick = options(['--quick'])
+  const none = options(['--latency-warmup', '0'])
+  const given = options(['--latency-warmup=1000'])
   t.equal(full.latencyWarmup, 400, 'past the ~300 Mounts ours needs to have its hot code optimised')
   t.equal(quick.latencyWarmup, 40)
   t.equal(none.latencyWarmup, 0, '0 keeps only the one Mount per pod')
