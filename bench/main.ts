@@ -226,7 +226,13 @@ export async function runBench(
     }
     if (o.scenarios.includes('latency')) {
       try {
-        const lat = await runLatency(ctx, [...oursScopes, ...baselines, ...ref], o.latencyMounts, o.latencyWarmup)
+        const lat = await runLatency(
+          ctx,
+          [...oursScopes, ...baselines, ...ref],
+          o.latencyMounts,
+          o.latencyWarmup,
+          o.latencyIdleSec,
+        )
         results.latency.push(...lat.results)
         results.failures.push(...lat.failures)
         for (const f of lat.failures) log(`${f.variant} failed: ${f.error.split('\n')[0] ?? ''}`)

@@ -18,6 +18,12 @@ export interface BenchOptions {
    * a Go binary's caches filled. Their CPU is reported on its own line. 0: one Mount per pod only.
    */
   latencyWarmup: number
+  /**
+   * Latency: seconds every variant idles after its levels before one more block of Mounts at
+   * concurrency 1, reported on its own ("after idle"). A node's provider waits minutes between
+   * pods, and a Node process pays more per Mount after idling than back to back. 0: no such block.
+   */
+  latencyIdleSec: number
   /** Storm runs per variant (cold each time); the median by completion time is reported. */
   repeat: number
   /** Run the reference provider too (when it can be installed). */
@@ -59,6 +65,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
   --latency-warmup N unmeasured Mounts per variant before the latency levels (default 400;
                      --quick: 40; 0: one Mount per pod), their CPU reported on its own line
+  --latency-idle SEC after the levels, every variant idles SEC seconds, then runs up to 100 more
+                     Mounts at concurrency 1, reported as "after idle" (default 20; --quick: 1;
+                     0: skip)
   --repeat N         storm runs per variant, median reported (default 3)
   --settle SEC       footprint: read the idle RSS again SEC seconds after start, once V8's memory
                      reducer has collected the garbage of start-up (default 20; --quick: 2)
@@ -103,6 +112,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     '--minute',
     '--latency-mounts',
     '--latency-warmup',
+    '--latency-idle',
     '--repeat',
     '--out',
     '--nodes',
@@ -121,6 +131,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     minuteSec: quick ? 0.5 : 3,
     latencyMounts: quick ? 40 : 400,
     latencyWarmup: quick ? 40 : 400,
+    latencyIdleSec: quick ? 1 : 20,
     repeat: quick ? 1 : 3,
     reference: !given.has('--no-reference'),
     scopes: ['pod', 'serviceaccount'],
@@ -163,6 +174,10 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
   if (given.has('--latency-warmup')) {
     const v = given.get('--latency-warmup')
     o.latencyWarmup = v === '0' ? 0 : positive('--latency-warmup', v, true)
+  }
+  if (given.has('--latency-idle')) {
+    const v = given.get('--latency-idle')
+    o.latencyIdleSec = v === '0' ? 0 : positive('--latency-idle', v, false)
   }
   if (given.has('--latency-mounts')) {
     o.latencyMounts = positive('--latency-mounts', given.get('--latency-mounts'), true)

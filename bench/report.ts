@@ -71,7 +71,7 @@ export function renderMarkdown(r: BenchResults): string {
     `Run ${r.startedAt} → ${r.finishedAt} on ${r.environment.host} (${r.environment.cpus} CPUs), Node ${r.environment.node}, ${r.environment.openbao}, this repository at ${r.environment.commit}; load average at the end ${(r.environment.loadAvg ?? []).join(' / ')} (1 / 5 / 15 min: other work on the machine shows up in the times, not in the counts).`,
   )
   out.push(
-    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant${o.quick ? ' (--quick)' : ''}.`,
+    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant${o.latencyIdleSec > 0 ? `, then ${o.latencyIdleSec} s idle and up to 100 more` : ''}${o.quick ? ' (--quick)' : ''}.`,
   )
   out.push(
     r.reference.available
@@ -214,7 +214,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 3. Latency (warm)')
     out.push('')
     out.push(
-      `One Mount of 5 KV objects, after ${o.latencyWarmup > 0 ? `${o.latencyWarmup} unmeasured warm-up Mounts per variant at concurrency 8 (their CPU in the second table: ours compiles its hot code in them)` : 'one warm-up Mount per pod'}; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Mount = the Mount RPC at the driver client; Vault = union of that Mount's Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod's \`vaultAddress\`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead). CPU = utime + stime of the provider process over the level's Mounts (/proc/<pid>/stat), per Mount and per Vault request.`,
+      `One Mount of 5 KV objects, after ${o.latencyWarmup > 0 ? `${o.latencyWarmup} unmeasured warm-up Mounts per variant at concurrency 8 (their CPU in the second table: ours compiles its hot code in them)` : 'one warm-up Mount per pod'}; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Each variant runs its warm-up and both levels back to back, one variant after the other: these are the figures of a busy process (what idling costs is in the "After idle" table). Mount = the Mount RPC at the driver client; Vault = union of that Mount's Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod's \`vaultAddress\`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead). CPU = utime + stime of the provider process over the level's Mounts (/proc/<pid>/stat), per Mount and per Vault request.`,
     )
     out.push('')
     const rows: string[][] = []
@@ -280,6 +280,33 @@ export function renderMarkdown(r: BenchResults): string {
             n(l.warmup.cpuMsPerMount, 2),
             l.variant === REF ? '' : ratio(l.warmup.cpuMsPerMount, refLat?.warmup.cpuMsPerMount),
           ]),
+        ),
+      )
+      out.push('')
+    }
+    const idled = r.latency.filter((l) => l.afterIdle)
+    if (idled.length > 0) {
+      out.push(
+        `After idle: after the levels every variant idled ${idled[0]!.afterIdle!.idleSec} s (the later ones also while the earlier ones ran this block), then ran ${n(idled[0]!.afterIdle!.mounts)} Mounts at concurrency 1. A node's provider waits minutes between pods, so its Mounts are mostly of this kind. "vs busy" compares with the busy level at concurrency 1 above.`,
+      )
+      out.push('')
+      const refIdle = refLat?.afterIdle
+      out.push(
+        table(
+          ['variant', 'Mounts', 'failed', 'Mount p50', 'overhead p50', 'CPU ms/Mount', 'CPU vs busy', 'CPU vs ref'],
+          idled.map((l) => {
+            const a = l.afterIdle!
+            return [
+              l.variant,
+              n(a.mounts),
+              n(a.failed),
+              n(a.mountP50Ms, 2),
+              n(a.overheadP50Ms, 2),
+              n(a.cpuMsPerMount, 2),
+              ratio(a.cpuMsPerMount, l.levels.find((x) => x.concurrency === 1)?.cpuMsPerMount),
+              l.variant === REF ? '' : ratio(a.cpuMsPerMount, refIdle?.cpuMsPerMount),
+            ]
+          }),
         ),
       )
       out.push('')
@@ -478,6 +505,18 @@ function targets12(r: BenchResults): string[][] {
             ? `; after ${n(l.warmup.mounts)} warm-up Mounts, which cost ${n(l.warmup.cpuMsPerMount, 2)} ms each${refLat && refLat.warmup.mounts > 0 ? ` (reference ${n(refLat.warmup.cpuMsPerMount, 2)} ms)` : ''}`
             : ''),
         isBaseline(l.variant) ? 'baseline' : verdict(ref ? lv.cpuMsPerMount <= ref.cpuMsPerMount : undefined),
+      ])
+    }
+    const a = l.afterIdle
+    if (a) {
+      const refA = refLat?.afterIdle
+      rows.push([
+        `CPU per Mount after ${n(a.idleSec)} s idle (${n(a.mounts)} Mounts at concurrency 1) ≤ 1.0× the reference`,
+        l.variant,
+        refA
+          ? `${n(a.cpuMsPerMount, 2)} vs ${n(refA.cpuMsPerMount, 2)} ms (${ratio(a.cpuMsPerMount, refA.cpuMsPerMount)})`
+          : `${n(a.cpuMsPerMount, 2)} ms, no reference`,
+        isBaseline(l.variant) ? 'baseline' : verdict(refA ? a.cpuMsPerMount <= refA.cpuMsPerMount : undefined),
       ])
     }
   }

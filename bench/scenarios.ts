@@ -297,7 +297,7 @@ export interface LatencyLevel {
   /** Vault requests per Mount. */
   vaultCallsPerMount: number
   mountsPerSec: number
-  /** CPU time of the provider process (utime + stime) per Mount, over the level's blocks. */
+  /** CPU time of the provider process (utime + stime) per Mount, over the level's Mounts. */
   cpuMsPerMount: number
   /** The same per Vault request the provider made (every request its proxies saw in the blocks). */
   cpuMsPerVaultRequest: number
@@ -315,6 +315,8 @@ export interface LatencyResult {
   variant: string
   warmup: LatencyWarmup
   levels: LatencyLevel[]
+  /** The block at concurrency 1 after every variant idled `idleSec` (--latency-idle); absent with 0. */
+  afterIdle: (LatencyLevel & { idleSec: number }) | undefined
 }
 
 interface LatencySetup {
@@ -326,23 +328,9 @@ interface LatencySetup {
   warmup: LatencyWarmup
 }
 
-interface Samples {
-  mountMs: number[]
-  vaultMs: number[]
-  overMs: number[]
-  kubeTotal: number
-  vaultCalls: number
-  mounts: number
-  failed: number
-  sampleError: string | undefined
-  wallMs: number
-  cpuMs: number
-  allVaultCalls: number
-}
-
 const LATENCY_PODS = 8
-/** Each level's Mounts are split into (at most) this many blocks; the variants take turns block by block. */
-const LATENCY_BLOCKS = 4
+/** Mounts of the block after idling (fewer if the levels are smaller): enough to see the cost last. */
+const AFTER_IDLE_MOUNTS = 100
 
 async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
   const proxies: TimingProxy[] = []
@@ -376,15 +364,20 @@ async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
  * pod, and (one Mount per pod at a time) to exactly one Mount. Provider overhead = Mount RPC
  * time − the union of that pod's Vault request intervals inside the Mount.
  *
- * All variants run side by side (each its own provider process, pods and proxies) and take
- * turns block by block (ABBA order), so a change in the machine's background load during the
- * run hits them alike.
+ * Every variant runs its warm-up and its levels back to back, one variant after the other, so
+ * the steady figures are those of a busy process. Variants no longer take turns block by block:
+ * the turns left each of ours idle for the ~20 s of a reference block, and a Node process pays
+ * more per Mount after idling (measured on Node 20: about +1 ms per Mount at concurrency 1 over
+ * the next 150 Mounts and more after 20 s idle), which a Go binary does not. That cost is real
+ * on a node, where the provider waits minutes between pods, so it is measured on its own: after
+ * the levels every variant idles `idleSec` and then runs one more block at concurrency 1.
  */
 export async function runLatency(
   ctx: Context,
   variants: Variant[],
   mountsPerLevel: number,
   warmupMounts: number,
+  idleSec: number,
 ): Promise<{ results: LatencyResult[]; failures: Failed[] }> {
   const setups: LatencySetup[] = []
   const failed: Failed[] = []
@@ -396,61 +389,28 @@ export async function runLatency(
         failed.push({ variant: `latency: ${v.label}`, error: err instanceof Error ? err.message : String(err) })
       }
     }
-    for (const s of setups) await warmUp(ctx, s, warmupMounts)
-    const levels = new Map<string, LatencyLevel[]>(setups.map((s) => [s.v.label, []]))
-    for (const c of [1, 8]) {
-      const samples = new Map<string, Samples>(
-        setups.map((s) => [
-          s.v.label,
-          {
-            mountMs: [],
-            vaultMs: [],
-            overMs: [],
-            kubeTotal: 0,
-            vaultCalls: 0,
-            mounts: 0,
-            failed: 0,
-            sampleError: undefined,
-            wallMs: 0,
-            cpuMs: 0,
-            allVaultCalls: 0,
-          },
-        ]),
-      )
-      // Exactly mountsPerLevel Mounts, in blocks of at least c so that every block runs at concurrency c.
-      const blocks = Math.max(1, Math.min(LATENCY_BLOCKS, Math.floor(mountsPerLevel / c)))
-      ctx.log(
-        `latency: ${setups.map((s) => s.v.label).join(', ')}: ${mountsPerLevel} Mounts each at concurrency ${c}, ${blocks} block(s)`,
-      )
-      for (let b = 0; b < blocks; b++) {
-        const size = Math.floor((mountsPerLevel * (b + 1)) / blocks) - Math.floor((mountsPerLevel * b) / blocks)
-        const order = b % 2 === 0 ? setups : [...setups].reverse()
-        for (const s of order) await latencyBlock(ctx, s, c, size, samples.get(s.v.label)!)
-      }
-      for (const s of setups) {
-        const x = samples.get(s.v.label)!
-        const okN = x.mountMs.length
-        levels.get(s.v.label)!.push({
-          concurrency: c,
-          mounts: x.mounts,
-          failed: x.failed,
-          sampleError: x.sampleError,
-          mountP50Ms: percentile(x.mountMs, 50),
-          mountP99Ms: percentile(x.mountMs, 99),
-          vaultP50Ms: percentile(x.vaultMs, 50),
-          vaultP99Ms: percentile(x.vaultMs, 99),
-          overheadP50Ms: percentile(x.overMs, 50),
-          overheadP99Ms: percentile(x.overMs, 99),
-          kubeMeanMs: okN > 0 ? x.kubeTotal / okN : NaN,
-          vaultCallsPerMount: okN > 0 ? x.vaultCalls / okN : NaN,
-          mountsPerSec: x.mounts / (x.wallMs / 1000),
-          cpuMsPerMount: x.mounts > 0 ? x.cpuMs / x.mounts : NaN,
-          cpuMsPerVaultRequest: x.allVaultCalls > 0 ? x.cpuMs / x.allVaultCalls : NaN,
-        })
-      }
+    const levels = new Map<string, LatencyLevel[]>()
+    for (const s of setups) {
+      await warmUp(ctx, s, warmupMounts)
+      ctx.log(`latency: ${s.v.label}: ${mountsPerLevel} Mounts at concurrency 1, then at concurrency 8`)
+      const own: LatencyLevel[] = []
+      for (const c of [1, 8]) own.push(await latencyLevel(ctx, s, c, mountsPerLevel))
+      levels.set(s.v.label, own)
+    }
+    const afterIdle = new Map<string, LatencyLevel>()
+    if (idleSec > 0 && setups.length > 0) {
+      const count = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
+      ctx.log(`latency: every variant idle for ${idleSec} s, then ${count} Mounts each at concurrency 1`)
+      await new Promise((r) => setTimeout(r, idleSec * 1000))
+      for (const s of setups) afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, count))
     }
     return {
-      results: setups.map((s) => ({ variant: s.v.label, warmup: s.warmup, levels: levels.get(s.v.label)! })),
+      results: setups.map((s) => ({
+        variant: s.v.label,
+        warmup: s.warmup,
+        levels: levels.get(s.v.label)!,
+        afterIdle: afterIdle.has(s.v.label) ? { idleSec, ...afterIdle.get(s.v.label)! } : undefined,
+      })),
       failures: failed,
     }
   } finally {
@@ -495,30 +455,50 @@ async function podMounts(
   return { out, cpuMs: (await s.p.cpuMs()) - cpuBefore }
 }
 
-async function latencyBlock(ctx: Context, s: LatencySetup, c: number, count: number, x: Samples): Promise<void> {
+/** `count` Mounts of one variant at concurrency `c` in one block, summarised. */
+async function latencyLevel(ctx: Context, s: LatencySetup, c: number, count: number): Promise<LatencyLevel> {
   for (const px of s.proxies) px.calls.length = 0
   const kubeFrom = ctx.world.kubeTls.calls.length
   const { out, cpuMs } = await podMounts(ctx, s, c, count)
-  x.cpuMs += cpuMs
-  x.allVaultCalls += s.proxies.reduce((a, px) => a + px.calls.length, 0)
-  const f = failures(out)
-  x.failed += f.count
-  x.sampleError ??= f.sample
-  x.mounts += out.results.length
-  x.wallMs += out.wallMs
+  const allVaultCalls = s.proxies.reduce((a, px) => a + px.calls.length, 0)
   const kubeCalls = ctx.world.kubeTls.calls.slice(kubeFrom)
+  const mountMs: number[] = []
+  const vaultMs: number[] = []
+  const overMs: number[] = []
+  let vaultCalls = 0
+  let kubeTotal = 0
   for (const r of out.results) {
     if (!r.ok) continue
     const from = r.rpcStartUnixMs
     const to = from + r.rpcMs
     const px = s.proxies[r.index % c]!
     const inside = px.calls.filter((y) => y.endMs > from && y.startMs < to)
-    x.vaultCalls += inside.length
+    vaultCalls += inside.length
     const vms = busyMs(inside, from, to)
-    x.mountMs.push(r.rpcMs)
-    x.vaultMs.push(vms)
-    x.overMs.push(r.rpcMs - vms)
-    x.kubeTotal += busyMs(kubeCalls, from, to)
+    mountMs.push(r.rpcMs)
+    vaultMs.push(vms)
+    overMs.push(r.rpcMs - vms)
+    kubeTotal += busyMs(kubeCalls, from, to)
+  }
+  const f = failures(out)
+  const mounts = out.results.length
+  const okN = mountMs.length
+  return {
+    concurrency: c,
+    mounts,
+    failed: f.count,
+    sampleError: f.sample,
+    mountP50Ms: percentile(mountMs, 50),
+    mountP99Ms: percentile(mountMs, 99),
+    vaultP50Ms: percentile(vaultMs, 50),
+    vaultP99Ms: percentile(vaultMs, 99),
+    overheadP50Ms: percentile(overMs, 50),
+    overheadP99Ms: percentile(overMs, 99),
+    kubeMeanMs: okN > 0 ? kubeTotal / okN : NaN,
+    vaultCallsPerMount: okN > 0 ? vaultCalls / okN : NaN,
+    mountsPerSec: mounts / (out.wallMs / 1000),
+    cpuMsPerMount: mounts > 0 ? cpuMs / mounts : NaN,
+    cpuMsPerVaultRequest: allVaultCalls > 0 ? cpuMs / allVaultCalls : NaN,
   }
 }
 

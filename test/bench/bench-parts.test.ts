@@ -61,6 +61,15 @@ t.test('options: unmeasured warm-up Mounts before the latency levels', async (t)
   t.throws(() => parseOptions(['--latency-warmup', '2.5'], '/out'), /--latency-warmup needs a positive integer/)
 })
 
+t.test('options: idle seconds before the after-idle latency block', async (t) => {
+  t.equal(options([]).latencyIdleSec, 20, 'past V8’s 8 s memory-reducer delay, like a node between pods')
+  t.equal(options(['--quick']).latencyIdleSec, 1)
+  t.equal(options(['--latency-idle', '0']).latencyIdleSec, 0, '0 skips the block')
+  t.equal(options(['--latency-idle=2.5']).latencyIdleSec, 2.5)
+  t.throws(() => parseOptions(['--latency-idle', '-1'], '/out'), /--latency-idle needs a positive number/)
+  t.throws(() => parseOptions(['--latency-idle', 'x'], '/out'), /--latency-idle needs a positive number/)
+})
+
 t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
   const openbaoHelp = [
     'Usage of openbao-csi-provider:',

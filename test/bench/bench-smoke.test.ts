@@ -50,6 +50,12 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.ok((lat?.levels[0]?.vaultCallsPerMount ?? 0) > 0, 'Vault requests seen by the timing proxy')
   t.same([lat?.warmup.mounts, lat?.warmup.failed], [16, 0], 'the warm-up ran before the levels, none failed')
   t.ok(Number.isFinite(lat?.warmup.cpuMsPerMount), 'its CPU per Mount is reported')
+  t.same(
+    [lat?.afterIdle?.idleSec, lat?.afterIdle?.concurrency, lat?.afterIdle?.mounts, lat?.afterIdle?.failed],
+    [1, 1, 10, 0],
+    'after the levels and 1 s idle (--quick), one more block at concurrency 1, as many Mounts as a level',
+  )
+  t.ok(Number.isFinite(lat?.afterIdle?.cpuMsPerMount), 'its CPU per Mount is reported')
 
   // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
   t.same(
@@ -104,6 +110,11 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.match(md, /\| ours \(pod\) \| 1,000 \| /, 'projection for 1,000 nodes')
   t.match(md, /## Targets of issue 12/)
   t.match(md, /\| CPU per warm Mount \(5 KV\) at concurrency 1 ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/)
+  t.match(md, /\| ours \(serviceaccount\) \| 10 \| 0 \|( [^|]+ \|){4} n\/a \|/, 'after-idle table row')
+  t.match(
+    md,
+    /\| CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/,
+  )
   t.match(md, /## Targets of issue 3/)
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')
   t.match(svg, /^<svg /)
