@@ -299,7 +299,7 @@ export interface LatencyLevel {
   mountsPerSec: number
   /** CPU time of the provider process (utime + stime) per Mount, over the level's Mounts. */
   cpuMsPerMount: number
-  /** The same per Vault request the provider made (every request its proxies saw in the blocks). */
+  /** The same per Vault request the provider made (every request its proxies saw in the level). */
   cpuMsPerVaultRequest: number
 }
 
@@ -367,8 +367,8 @@ async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
  * Every variant runs its warm-up and its levels back to back, one variant after the other, so
  * the steady figures are those of a busy process. Variants no longer take turns block by block:
  * the turns left each of ours idle for the ~20 s of a reference block, and a Node process pays
- * more per Mount after idling (measured on Node 20: about +1 ms per Mount at concurrency 1 over
- * the next 150 Mounts and more after 20 s idle), which a Go binary does not. That cost is real
+ * more per Mount after idling (measured on Node 20: ~4.5 against ~3 ms per Mount at concurrency 1
+ * over 100 Mounts after 20 s idle, lasting beyond 150 Mounts), which a Go binary does not. It is real
  * on a node, where the provider waits minutes between pods, so it is measured on its own: after
  * the levels every variant idles `idleSec` and then runs one more block at concurrency 1.
  */
