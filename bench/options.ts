@@ -65,9 +65,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency-mounts N Mounts per concurrency level in the latency scenario (default 400)
   --latency-warmup N unmeasured Mounts per variant before the latency levels (default 400;
                      --quick: 40; 0: one Mount per pod), their CPU reported on its own line
-  --latency-idle SEC after the levels, every variant idles SEC seconds, then runs up to 100 more
-                     Mounts at concurrency 1, reported as "after idle" (default 20; --quick: 1;
-                     0: skip)
+  --latency-idle SEC after the levels, for each variant: SEC seconds with nothing running, then up
+                     to 100 more Mounts at concurrency 1, reported as "after idle" (default 20;
+                     --quick: 1; 0: skip)
   --repeat N         storm runs per variant, median reported (default 3)
   --settle SEC       footprint: read the idle RSS again SEC seconds after start, once V8's memory
                      reducer has collected the garbage of start-up (default 20; --quick: 2)

@@ -287,7 +287,7 @@ export function renderMarkdown(r: BenchResults): string {
     const idled = r.latency.filter((l) => l.afterIdle)
     if (idled.length > 0) {
       out.push(
-        `After idle: after the levels every variant idled ${idled[0]!.afterIdle!.idleSec} s (the later ones also while the earlier ones ran this block), then ran ${n(idled[0]!.afterIdle!.mounts)} Mounts at concurrency 1. A node's provider waits minutes between pods, so its Mounts are mostly of this kind. "vs busy" compares with the busy level at concurrency 1 above.`,
+        `After idle: after the levels, variant by variant, nothing ran for ${idled[0]!.afterIdle!.idleSec} s and then the variant ran ${n(idled[0]!.afterIdle!.mounts)} Mounts at concurrency 1. A node's provider waits minutes between pods, so its Mounts are mostly of this kind. "vs busy" compares with the busy level at concurrency 1 above.`,
       )
       out.push('')
       const refIdle = refLat?.afterIdle

@@ -370,7 +370,8 @@ async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
  * more per Mount after idling (measured on Node 20: ~4.5 against ~3 ms per Mount at concurrency 1
  * over 100 Mounts after 20 s idle, lasting beyond 150 Mounts), which a Go binary does not. It is real
  * on a node, where the provider waits minutes between pods, so it is measured on its own: after
- * the levels every variant idles `idleSec` and then runs one more block at concurrency 1.
+ * the levels, variant by variant, the machine idles `idleSec` and the variant runs one more block
+ * at concurrency 1.
  */
 export async function runLatency(
   ctx: Context,
@@ -397,12 +398,14 @@ export async function runLatency(
       for (const c of [1, 8]) own.push(await latencyLevel(ctx, s, c, mountsPerLevel))
       levels.set(s.v.label, own)
     }
+    // Each variant gets its own quiet spell, with nothing else running, right before its block:
+    // in one shared spell the first block ran after a quiet machine and the later ones did not.
     const afterIdle = new Map<string, LatencyLevel>()
-    if (idleSec > 0 && setups.length > 0) {
-      const count = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
-      ctx.log(`latency: every variant idle for ${idleSec} s, then ${count} Mounts each at concurrency 1`)
+    const count = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
+    for (const s of idleSec > 0 ? setups : []) {
+      ctx.log(`latency: ${s.v.label}: ${idleSec} s idle, then ${count} Mounts at concurrency 1`)
       await new Promise((r) => setTimeout(r, idleSec * 1000))
-      for (const s of setups) afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, count))
+      afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, count))
     }
     return {
       results: setups.map((s) => ({
