@@ -369,10 +369,9 @@ async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
  * the turns left each of ours idle for the ~20 s of a reference block, and a Node process pays
  * more per Mount after idling (measured on Node 20: ~4.5 against ~3 ms per Mount at concurrency 1
  * over 100 Mounts after 20 s idle, lasting beyond 150 Mounts; the Go reference 0.88–1.37× its busy
- * figure in three runs). It is real
- * on a node, where the provider waits minutes between pods, so it is measured on its own: after
- * the levels, variant by variant, the machine idles `idleSec` and the variant runs one more block
- * at concurrency 1.
+ * figure in three runs). It is real on a node, where the provider waits minutes between pods, so
+ * it is measured on its own: after the levels, variant by variant, the machine idles `idleSec`
+ * and the variant runs one more block at concurrency 1.
  */
 export async function runLatency(
   ctx: Context,
