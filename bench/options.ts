@@ -48,6 +48,9 @@ export interface BenchOptions {
   settleSec: number
 }
 
+/** Latency: Mounts of each variant's block after idling (fewer when a level is smaller). */
+export const AFTER_IDLE_MOUNTS = 100
+
 /** The build before the issue-12 work: the default baseline of a full run. */
 export const DEFAULT_BASELINE = '9064202'
 
@@ -66,7 +69,7 @@ export const USAGE = `usage: npm run bench -- [options]
   --latency-warmup N unmeasured Mounts per variant before the latency levels (default 400;
                      --quick: 40; 0: one Mount per pod), their CPU reported on its own line
   --latency-idle SEC after the levels, for each variant: SEC seconds with nothing running, then up
-                     to 100 more Mounts at concurrency 1, reported as "after idle" (default 20;
+                     to ${AFTER_IDLE_MOUNTS} more Mounts at concurrency 1, reported as "after idle" (default 20;
                      --quick: 1; 0: skip)
   --repeat N         storm runs per variant, median reported (default 3)
   --settle SEC       footprint: read the idle RSS again SEC seconds after start, once V8's memory

@@ -1,7 +1,7 @@
 // results.md (raw figures, ratios against the reference, the issue's targets)
 // and chart.svg (a hand-written SVG of small bar charts, one per figure).
 import type { ChurnResult, Failed, FootprintResult, LatencyResult, StormResult } from './scenarios.js'
-import type { BenchOptions } from './options.js'
+import { AFTER_IDLE_MOUNTS, type BenchOptions } from './options.js'
 import { perNode, projections, PROJECTION } from './economy.js'
 import type { FleetResult } from './fleet.js'
 
@@ -71,7 +71,7 @@ export function renderMarkdown(r: BenchResults): string {
     `Run ${r.startedAt} → ${r.finishedAt} on ${r.environment.host} (${r.environment.cpus} CPUs), Node ${r.environment.node}, ${r.environment.openbao}, this repository at ${r.environment.commit}; load average at the end ${(r.environment.loadAvg ?? []).join(' / ')} (1 / 5 / 15 min: other work on the machine shows up in the times, not in the counts).`,
   )
   out.push(
-    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant${o.latencyIdleSec > 0 ? `, then ${o.latencyIdleSec} s idle and up to 100 more` : ''}${o.quick ? ' (--quick)' : ''}.`,
+    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant${o.latencyIdleSec > 0 ? `, then per variant ${o.latencyIdleSec} s idle and ${Math.min(AFTER_IDLE_MOUNTS, o.latencyMounts)} more` : ''}${o.quick ? ' (--quick)' : ''}.`,
   )
   out.push(
     r.reference.available

@@ -12,6 +12,7 @@ import {
   type ManyOutput,
   type SpcObject,
 } from './load.js'
+import { AFTER_IDLE_MOUNTS } from './options.js'
 import { imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
 import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
 import type { World } from './world.js'
@@ -315,7 +316,7 @@ export interface LatencyResult {
   variant: string
   warmup: LatencyWarmup
   levels: LatencyLevel[]
-  /** The block at concurrency 1 after every variant idled `idleSec` (--latency-idle); absent with 0. */
+  /** The block at concurrency 1 after `idleSec` with nothing running (--latency-idle); absent with 0. */
   afterIdle: (LatencyLevel & { idleSec: number }) | undefined
 }
 
@@ -329,8 +330,6 @@ interface LatencySetup {
 }
 
 const LATENCY_PODS = 8
-/** Mounts of the block after idling (fewer if the levels are smaller): enough to see the cost last. */
-const AFTER_IDLE_MOUNTS = 100
 
 async function setUpLatency(ctx: Context, v: Variant): Promise<LatencySetup> {
   const proxies: TimingProxy[] = []
