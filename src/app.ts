@@ -6,7 +6,7 @@
  * daemon: that service behind the gRPC adapter and the HTTP server).
  */
 import { stat } from 'node:fs/promises'
-import { Counter, Gauge } from 'prom-client'
+import { Counter, Gauge } from './observability/prom-client.js'
 import type { ProviderConfig } from './config/config.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
@@ -126,7 +126,9 @@ export async function buildMountService(
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
-  const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
+  // Process metrics start with the HTTP server that serves them (OpsHttpServer.start), after the socket.
+  const metrics =
+    options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName, defaultMetrics: false })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
   const kube = await KubeClient.discover({
     apiUrl: config.kube.apiUrl,

@@ -7,7 +7,7 @@
  * catalogue code, Vault operation and HTTP status. Never a pod, namespace,
  * object, path or role name.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client.js'
 import type { ErrorCode } from '../errors.js'
 import type { CacheKind, VaultCallEvent, VaultObserver, VaultOperation } from './vault-observer.js'
 
@@ -65,7 +65,11 @@ export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): strin
 }
 
 export interface ProviderMetricsOptions {
-  /** Process and Node.js metrics (RSS, fds, event-loop lag, GC…). Default true. */
+  /**
+   * Process and Node.js metrics (RSS, fds, event-loop lag, GC…) from construction. Default true.
+   * The daemon passes false and its HTTP server calls collectProcessMetrics() as it starts: they
+   * cannot be scraped earlier, and loading them is ~20 ms the socket need not wait for.
+   */
   defaultMetrics?: boolean
   /**
    * The `grpc_code` label of a Mount: the name of the status the driver got
@@ -88,6 +92,7 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   private readonly cache: Counter<'cache' | 'result'>
   private readonly leaseReuses: Counter<'result'>
   private readonly grpcCodeOf: (errorCode: ErrorCode | undefined) => string
+  private processMetrics = false
 
   constructor(opts: ProviderMetricsOptions = {}) {
     this.grpcCodeOf = opts.grpcCodeOf ?? (() => '')
@@ -159,7 +164,14 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     for (const result of ['hit', 'miss']) this.leaseReuses.inc({ result }, 0)
     this.mounts.inc({ outcome: 'success', grpc_code: this.grpcCodeOf(undefined), error_code: '' }, 0)
 
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry })
+    if (opts.defaultMetrics ?? true) this.collectProcessMetrics()
+  }
+
+  /** Starts prom-client's process and Node.js metrics in this registry; once, whoever calls it again. */
+  collectProcessMetrics(): void {
+    if (this.processMetrics) return
+    this.processMetrics = true
+    collectDefaultMetrics({ register: this.registry })
   }
 
   mountStarted(): void {

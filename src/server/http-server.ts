@@ -129,6 +129,8 @@ export class OpsHttpServer {
   /** Binds the port; resolves with it, or undefined when disabled. Rejects when the port cannot be bound. */
   async start(): Promise<number | undefined> {
     if (!this.enabled) return undefined
+    // Process metrics are collected from the moment they can be scraped (see ProviderMetrics).
+    this.opts.metrics?.collectProcessMetrics()
     const { host, port } = parseListenAddress(this.opts.address)
     const server = http.createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
