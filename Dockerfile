@@ -1,4 +1,4 @@
-# The provider image: `node dist/src/main.js`, production dependencies
+# The provider image: `node dist/daemon.js`, production dependencies
 # only, running as uid/gid 65532 (daemonset/base/daemonset.yaml prepares the socket
 # directory for that group).
 #
@@ -13,14 +13,16 @@
 # test/deploy/dockerfile.test.ts lints this file with hadolint, checks the policy above,
 # and starts dist/ exactly as ENTRYPOINT + CMD below would.
 
-# ---- build: compile TypeScript (needs the dev dependencies)
+# ---- build: compile TypeScript, then join the daemon's modules into dist/daemon.js (needs the
+# dev dependencies: tsc, esbuild)
 FROM node:26.13.0-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
-RUN npx tsc -p tsconfig.json --outDir dist
+RUN npx tsc -p tsconfig.json --outDir dist && node scripts/bundle.mjs
 
 # ---- deps: production dependencies only
 FROM node:26.13.0-trixie-slim AS deps
@@ -43,16 +45,21 @@ WORKDIR /app
 # npm, npx and corepack are not used at run time: leave them (and their advisories) out.
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
 COPY --from=deps /app/node_modules ./node_modules
+# dist/daemon.js (and its map) is the daemon; dist/src is tsc's output, for the CLI
+# (node dist/src/cli/main.js).
+COPY --from=build /app/dist/daemon.js /app/dist/daemon.js.map ./dist/
 COPY --from=build /app/dist/src ./dist/src
 # proto/messages.cjs: the gRPC messages' code, generated from the .proto files beside it.
 COPY proto ./proto
 COPY package.json ./
 USER 65532:65532
 # node itself is PID 1 (not npm or a shell, which do not pass SIGTERM on), so the daemon
-# drains its Mounts on SIGTERM. Source maps are not loaded: --enable-source-maps parses them
-# as modules load, which cost start-up time and memory on every node (npm run bench,
-# footprint); `node --enable-source-maps dist/src/main.js` maps a trace to src/ when needed.
+# drains its Mounts on SIGTERM. dist/daemon.js is the daemon's modules joined in one file
+# (scripts/bundle.mjs; packages stay in node_modules): Node loads one module instead of ~60,
+# ~35–45 ms less per start. Source maps are not loaded: --enable-source-maps parses them as
+# modules load, which cost start-up time and memory on every node (npm run bench, footprint);
+# `node --enable-source-maps dist/daemon.js` maps a trace to src/ when needed.
 # The heap flags keep a 110-pod Mount storm's peak RSS low (npm run bench, footprint); the
 # bench reads them, and the script, from here.
-ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/src/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/daemon.js"]
 CMD ["-endpoint=/provider/vault.sock"]

@@ -4,7 +4,7 @@
  *
  *   1. starts an OpenBao dev server and seeds it: `jwt` auth (standing in for Kubernetes
  *      service-account tokens), a policy, the role `demo-app`, two KV v2 secrets and a PKI role;
- *   2. starts the provider daemon (dist/src/main.js) on a unix socket in a temp dir;
+ *   2. starts the provider daemon (dist/daemon.js, as the image runs it) on a unix socket in a temp dir;
  *   3. reads examples/demo-secretproviderclass.yaml and mounts it twice through the Secrets
  *      Store CSI driver's own client (.cache/bin/driver-client), as the driver does for a pod;
  *   4. prints the mounted files and a timing table, and stops everything.
@@ -299,7 +299,7 @@ interface ProviderDaemon {
 }
 
 /**
- * Starts the built daemon (dist/src/main.js) the way the integration tests do: a clean
+ * Starts the built daemon (dist/daemon.js) the way the integration tests do: a clean
  * environment, its socket and HMAC key file in `dir`, and waits until the socket answers.
  */
 async function launchProvider(dir: string): Promise<ProviderDaemon> {

@@ -17,8 +17,8 @@ fi
 step "real parts (OpenBao, driver client, PostgreSQL, Kubernetes: etcd, kube-apiserver, CSI driver)"
 bash scripts/setup.sh
 
-step "build (tsc, strict)"
-npx tsc -p tsconfig.json
+step "build (tsc, strict; the daemon's bundle)"
+npm run --silent build
 
 step "format (prettier --check)"
 npx prettier --check . >/dev/null || { npx prettier --list-different .; echo "run: npx prettier --write ." >&2; exit 1; }

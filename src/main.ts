@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The daemon: `node dist/src/main.js -endpoint=/provider/vault.sock …`
+ * The daemon: `node dist/daemon.js -endpoint=/provider/vault.sock …` (this module and those it
+ * imports, joined by scripts/bundle.mjs; `node dist/src/main.js` runs the same code unjoined)
  * (also `vault-csi-provider serve …`, which calls runDaemon).
  */
 import { realpathSync } from 'node:fs'

@@ -67,7 +67,7 @@ t.test('image policy', async (t) => {
   const final = stages.at(-1)!
   const entrypoint = execForm(only(final, 'ENTRYPOINT').at(-1) ?? '', 'ENTRYPOINT')
   t.equal(entrypoint[0], 'node', 'node is the entrypoint (not npm, not a shell)')
-  t.equal(entrypoint.at(-1), 'dist/src/main.js', 'the daemon’s main module')
+  t.equal(entrypoint.at(-1), 'dist/daemon.js', 'the daemon’s bundle (scripts/bundle.mjs)')
   t.notOk(entrypoint.includes('--enable-source-maps'), 'no source maps parsed at start-up on every node')
   t.notOk(
     entrypoint.some((a) => /\bnpm\b|\bsh\b/.test(a)),
@@ -189,7 +189,7 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   await chmod(tmp.path, 0o755)
   const root = join(tmp.path, 'rootfs')
   const final = stages.at(-1)!
-  const distRoot = dirname(dirname(PROVIDER_MAIN)) // the directory holding src/main.js's src/
+  const distRoot = dirname(PROVIDER_MAIN) // the dist/ holding daemon.js and src/
 
   const context = await dockerContext(tmp.path)
   const stagesBuilt = new StageBuilder(tmp.path, context)
@@ -232,7 +232,9 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
     // RUN lines of the runtime stage only trim the base image (npm removal): nothing to do.
   }
   const appDir = join(root, workdir)
-  t.ok((await stat(join(appDir, 'dist', 'src', 'main.js'))).isFile(), 'the image layout holds dist/src/main.js')
+  t.ok((await stat(join(appDir, 'dist', 'daemon.js'))).isFile(), 'the image layout holds dist/daemon.js')
+  t.ok((await stat(join(appDir, 'dist', 'daemon.js.map'))).isFile(), 'with its source map')
+  t.ok((await stat(join(appDir, 'dist', 'src', 'cli', 'main.js'))).isFile(), 'and the CLI, dist/src/cli/main.js')
   t.ok((await stat(join(appDir, 'node_modules'))).isDirectory(), 'and production node_modules')
   const devOnly = ['typescript', 'tap', 'eslint', 'prettier']
   for (const dev of devOnly) {
@@ -321,12 +323,21 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
 })
 
 t.test('the build stage compiles dist/ from the Docker context alone', async (t) => {
-  // `npm ci` and `tsc` as the Dockerfile's build stage runs them, on only what .dockerignore lets in.
+  // `npm ci`, `tsc` and the bundler as the Dockerfile's build stage runs them, on only what .dockerignore lets in.
   const tmp = await makeTempDir('vcp-image-build-')
   t.teardown(tmp.cleanup)
   const build = await new StageBuilder(tmp.path, await dockerContext(tmp.path)).build('build')
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js'))).isFile(), 'dist/src/main.js built')
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js.map'))).isFile(), 'with its source map')
-  const copied = only(stages.at(-1)!, 'COPY').find((c) => c.startsWith('--from=build'))
-  t.match(copied, /\/dist\/src\s/, 'the runtime stage takes dist/src from it')
+  t.ok((await stat(join(build.dir, 'dist', 'daemon.js'))).isFile(), 'dist/daemon.js bundled')
+  t.ok((await stat(join(build.dir, 'dist', 'daemon.js.map'))).isFile(), 'with its source map')
+  const copied = only(stages.at(-1)!, 'COPY').filter((c) => c.startsWith('--from=build'))
+  t.ok(
+    copied.some((c) => /\/dist\/daemon\.js\s/.test(c)),
+    'the runtime stage takes dist/daemon.js from it',
+  )
+  t.ok(
+    copied.some((c) => /\/dist\/src\s/.test(c)),
+    'and dist/src (the CLI)',
+  )
 })

@@ -57,7 +57,7 @@ t.before(async () => {
 })
 
 /**
- * What the image's WORKDIR holds (package.json, proto/, dist/src/, the production node_modules per
+ * What the image's WORKDIR holds (package.json, proto/, dist/daemon.js, the production node_modules per
  * package-lock.json), copied into a fresh 0755 directory: the image's uid must be able to read it,
  * which a checkout in a private directory (a CI clone in `mktemp -d`) does not allow.
  * test/deploy/dockerfile.test.ts checks that the image is laid out this way.
@@ -76,8 +76,8 @@ async function imageLayout(): Promise<string> {
   for (const path of ['package.json', 'proto', ...production]) {
     await cp(join(PACKAGE_ROOT, path), join(app, path), { recursive: true, dereference: true })
   }
-  // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another).
-  await cp(dirname(PROVIDER_MAIN), join(app, 'dist', 'src'), { recursive: true })
+  // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another), where the entrypoint names it.
+  await cp(PROVIDER_MAIN, join(app, entrypoint.at(-1)!))
   return app
 }
 
@@ -280,6 +280,6 @@ t.test('`vault-csi-provider -endpoint=… -vault-addr=…` starts the daemon, as
 t.test('the Dockerfile’s entrypoint is what the drop-in test runs', async (t) => {
   const dockerfile = await readFile(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
   t.match(dockerfile, /^ENTRYPOINT \["node",/m, 'node is the entrypoint, so vault-helm’s args reach the daemon')
-  t.ok(entrypoint.includes('dist/src/main.js'), 'the daemon’s main module, relative to the WORKDIR')
+  t.ok(entrypoint.includes('dist/daemon.js'), 'the daemon’s bundle, relative to the WORKDIR')
   t.notOk(/^CMD .*--?health-addr/m.test(dockerfile), 'the image sets no -health-addr: port 8080 is the default')
 })

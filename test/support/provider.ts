@@ -1,4 +1,4 @@
-// The provider as the tests run it: the built daemon (dist/src/main.js) in its own process, on a real unix socket, its log lines captured to a file.
+// The provider as the tests run it: the built daemon as the image runs it (dist/daemon.js, tsc's output joined by scripts/bundle.mjs) in its own process, on a real unix socket, its log lines captured to a file.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
@@ -8,7 +8,7 @@ import { makeTempDir } from './tmp.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 
 /** The built daemon; VCP_PROVIDER_MAIN points at another build (e.g. a private outDir). */
-export const PROVIDER_MAIN = process.env.VCP_PROVIDER_MAIN ?? join(PACKAGE_ROOT, 'dist', 'src', 'main.js')
+export const PROVIDER_MAIN = process.env.VCP_PROVIDER_MAIN ?? join(PACKAGE_ROOT, 'dist', 'daemon.js')
 /** The built CLI (tsc's output; the image ships it as dist/src/cli/main.js); VCP_CLI_MAIN names another. */
 export const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(PACKAGE_ROOT, 'dist', 'src', 'cli', 'main.js')
 
