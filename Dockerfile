@@ -41,6 +41,11 @@ LABEL org.opencontainers.image.title="vault-csi-provider-ts" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.base.name="docker.io/library/node:26.13.0-trixie-slim"
 ENV NODE_ENV=production
+# V8's compile cache (Node >= 22.1): the compiled code of every module the daemon loads before it
+# serves, written once below at build time and read by every start (~20 ms less on Node 26, npm run
+# bench, footprint). The directory name Node uses inside it names the Node version and the uid.
+# At run time (read-only root filesystem) new entries are not written; Node skips them silently.
+ENV NODE_COMPILE_CACHE=/app/.compile-cache
 WORKDIR /app
 # npm, npx and corepack are not used at run time: leave them (and their advisories) out.
 RUN rm -rf /usr/local/lib/node_modules /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
@@ -52,7 +57,11 @@ COPY --from=build /app/dist/src ./dist/src
 # proto/messages.cjs: the gRPC messages' code, generated from the .proto files beside it.
 COPY proto ./proto
 COPY package.json ./
+RUN mkdir .compile-cache && chown 65532:65532 .compile-cache
 USER 65532:65532
+# Fills the compile cache as the daemon's user with the ENTRYPOINT's flags: -version loads every
+# module the daemon imports at start-up, then exits.
+RUN ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/daemon.js", "-version"]
 # node itself is PID 1 (not npm or a shell, which do not pass SIGTERM on), so the daemon
 # drains its Mounts on SIGTERM. dist/daemon.js is the daemon's modules joined in one file
 # (scripts/bundle.mjs; packages stay in node_modules): Node loads one module instead of ~60,

@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { BAO_BIN } from '../test/support/openbao.js'
 import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js'
-import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN } from './providers.js'
+import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN, imageEnv } from './providers.js'
 import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
 import {
   medianStorm,
@@ -66,6 +66,13 @@ function referenceInfo(wanted: boolean): ReferenceInfo {
   return reason === undefined ? { ...info, available: true } : { ...info, reason }
 }
 
+/** A Node binary's version, without the "v". */
+function nodeVersion(bin: string): string {
+  return bin === process.execPath
+    ? process.versions.node
+    : execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '')
+}
+
 /** Where bench/run.sh builds an older revision of ours, and the variant that runs it. */
 function baselineVariant(rev: string): Variant {
   let short = rev
@@ -97,7 +104,15 @@ function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
     'CPU per Mount: utime + stime of the provider process from /proc/<pid>/stat (clock ticks, usually 10 ms each), read before and after every latency level (one block of Mounts), divided by its Mounts (and by the Vault requests its timing proxies saw). Everything the process did in that time counts (for the reference, its HMAC Secret GET over HTTPS on every Mount; for ours, timers and GC too).',
     `Fleet: ${o.nodes} provider processes stand for ${o.nodes} nodes (each its own socket, its own service-account files and read of the HMAC key Secret, its own ${o.pods} pods with their own JWTs); one \`mount-many\` driver client per node, all started together, each mounting its node's pods at once (5 KV values + one database credential, username and password from one lease). Requests, the busiest second and logins come from the audit log (its own timestamps); tokens held = logins − token revocations, leases held = secret leases created − lease revocations, both at the end of the rollout.`,
     "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
-    `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.`,
+    `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.` +
+      (imageEnv('NODE_COMPILE_CACHE') === undefined
+        ? ''
+        : " As the image's build does, V8's compile cache (NODE_COMPILE_CACHE, Node ≥ 22.1; Node 20 ignores it) is filled once per Node binary by the daemon's script with those flags and `-version` before its first start (older builds run without it)."),
+    ...(o.imageNode === undefined
+      ? []
+      : [
+          `Image's Node: the row "ours (pod, image's Node …)" is the same build and flags on \`${o.imageNode}\`, the Node of the Dockerfile's base image (npm's node-linux-<arch> package, fetched by bench/run.sh: the base's exact version when npm has it, else the newest of its major), in the latency and footprint scenarios; every other row of ours runs on the Node named above.`,
+        ]),
     ref.available
       ? `Reference: ${ref.name ?? ref.module} ${ref.version ?? ''}, built by ${ref.how ?? 'unknown'}; default flags (its \`-openbao-addr\` where it has no \`-vault-addr\`), log level info; SecretProviderClass parameter \`audience: vault\` for both providers.`
       : `Reference: not run (${(ref.reason ?? '').replace(/\s+/g, ' ')}).`,
@@ -130,10 +145,7 @@ export async function runBench(
     options: o,
     environment: {
       // The Node our provider runs on (BENCH_NODE_BIN), not necessarily the bench's own.
-      node:
-        OUR_NODE_BIN === process.execPath
-          ? process.versions.node
-          : execFileSync(OUR_NODE_BIN, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, ''),
+      node: nodeVersion(OUR_NODE_BIN),
       openbao: (() => {
         try {
           return execFileSync(BAO_BIN, ['version'], { encoding: 'utf8' }).split('\n')[0]!.trim()
@@ -183,6 +195,18 @@ export async function runBench(
   // One row per identity scope (not the freshness setting, which changes nothing on a warm Mount).
   const oursScopes = ours.filter((v) => !v.label.includes('freshness'))
   const baselines = o.baselines.map(baselineVariant)
+  // The image's Node (--image-node): ours (pod) on the runtime the image ships, beside the bench's own.
+  const imageNode: Variant[] =
+    o.imageNode === undefined
+      ? []
+      : [
+          {
+            label: `ours (pod, image's Node ${nodeVersion(o.imageNode)})`,
+            kind: 'ours',
+            args: [],
+            nodeBin: o.imageNode,
+          },
+        ]
 
   let world: World | undefined
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -195,7 +219,12 @@ export async function runBench(
     world = await startWorld({ database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'), log })
     const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
     if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
-    const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir }
+    // The image fills V8's compile cache at build time when its Dockerfile sets NODE_COMPILE_CACHE: so does the bench.
+    const compileCache =
+      imageEnv('NODE_COMPILE_CACHE') === undefined
+        ? undefined
+        : { dir: join(PACKAGE_ROOT, '.cache', 'bench', 'compile-cache'), filled: new Set<string>() }
+    const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir, compileCache }
     const attempt = async <T>(v: Variant, what: string, fn: () => Promise<T>, into: T[]): Promise<void> => {
       try {
         into.push(await fn())
@@ -228,7 +257,7 @@ export async function runBench(
       try {
         const lat = await runLatency(
           ctx,
-          [...oursScopes, ...baselines, ...ref],
+          [...oursScopes, ...imageNode, ...baselines, ...ref],
           o.latencyMounts,
           o.latencyWarmup,
           o.latencyIdleSec,
@@ -243,7 +272,7 @@ export async function runBench(
       }
     }
     if (o.scenarios.includes('footprint')) {
-      for (const v of [...oursDefault, ...baselines, ...ref]) {
+      for (const v of [...oursDefault, ...imageNode, ...baselines, ...ref]) {
         await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods, o.settleSec * 1000), results.footprint)
       }
     }

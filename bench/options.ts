@@ -1,4 +1,6 @@
 // Command-line options of `npm run bench` (node dist/bench/main.js [options]).
+import { existsSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
 export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint', 'fleet'] as const
 export type Scenario = (typeof SCENARIOS)[number]
 
@@ -46,6 +48,11 @@ export interface BenchOptions {
   baselines: string[]
   /** Footprint: seconds a fresh provider idles before its settled RSS is read (the 2 s reading comes first). */
   settleSec: number
+  /**
+   * The Node binary of the image's base (bench/run.sh fetches it from npm): ours (pod) runs on it
+   * too, as one more variant of the latency and footprint scenarios. Undefined: not run.
+   */
+  imageNode: string | undefined
 }
 
 /** Latency: Mounts of each variant's block after idling (fewer when a level is smaller). */
@@ -76,6 +83,9 @@ export const USAGE = `usage: npm run bench -- [options]
                      reducer has collected the garbage of start-up (default 20; --quick: 2)
   --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts,
                      2 fleet nodes, no baseline)
+  --image-node PATH  also run ours (pod) on this Node binary in the latency and footprint scenarios
+                     (bench/run.sh passes the Node of the Dockerfile's base image, fetched from npm,
+                     unless --quick or --image-node is given; "none": not run)
   --no-reference     run our provider only
   --profile          write a CPU profile of each of our provider processes to <out>/profiles
   --out DIR          output directory (default bench/results)
@@ -122,6 +132,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     '--fleet-spread',
     '--baseline',
     '--settle',
+    '--image-node',
     ...flags,
   ]
   for (const k of given.keys()) if (!known.includes(k)) throw new UsageError(`unknown option ${k}`)
@@ -145,6 +156,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     fleetSpreadSec: quick ? 0 : 30,
     baselines: quick ? [] : [DEFAULT_BASELINE],
     settleSec: quick ? 2 : 20,
+    imageNode: undefined,
   }
   if (given.has('--scenario')) {
     const list = (given.get('--scenario') ?? '').split(',').map((s) => s.trim())
@@ -154,6 +166,14 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
       }
     }
     o.scenarios = SCENARIOS.filter((s) => list.includes(s))
+  }
+  if (given.has('--image-node')) {
+    const v = given.get('--image-node') ?? ''
+    if (v !== 'none') {
+      if (!isAbsolute(v) || !existsSync(v))
+        throw new UsageError(`--image-node needs an absolute path to a Node binary, got ${v || 'nothing'}`)
+      o.imageNode = v
+    }
   }
   if (given.has('--settle')) o.settleSec = Math.max(2, positive('--settle', given.get('--settle'), false))
   if (given.has('--pods')) o.pods = positive('--pods', given.get('--pods'), true)

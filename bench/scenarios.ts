@@ -1,6 +1,7 @@
 // The four scenarios of the benchmark (issue 3), each run against every
 // provider variant on the same OpenBao. Every scenario starts a fresh provider
 // process, so each one is cold at its start.
+import { spawnSync } from 'node:child_process'
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
 import {
   attributesFor,
@@ -13,7 +14,7 @@ import {
   type SpcObject,
 } from './load.js'
 import { AFTER_IDLE_MOUNTS } from './options.js'
-import { imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
+import { OUR_MAIN, OUR_NODE_BIN, imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
 import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
 import type { World } from './world.js'
 
@@ -24,6 +25,8 @@ export interface Variant {
   args: string[]
   /** Ours: another build's main.js (a baseline "ours@<rev>"); default the current build. */
   main?: string
+  /** Ours: the Node binary it runs on (the image's Node, --image-node); default the bench's (BENCH_NODE_BIN). */
+  nodeBin?: string
 }
 
 export interface Context {
@@ -34,6 +37,12 @@ export interface Context {
   startups: Record<string, number[]>
   /** Where CPU profiles of our provider go (--profile), else undefined. */
   profileDir: string | undefined
+  /**
+   * V8's compile cache for the current build, as the image has it (its Dockerfile sets
+   * NODE_COMPILE_CACHE and fills it at build time): the directory, and the Node binaries it has
+   * been filled for in this run. Undefined when the Dockerfile sets none.
+   */
+  compileCache: { dir: string; filled: Set<string> } | undefined
 }
 
 export interface Failed {
@@ -89,8 +98,32 @@ function productionNodeFlags(): string[] {
 }
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 
+/**
+ * The compile cache as the image's build fills it: the daemon's script run once with the image's
+ * flags and -version (it loads every module the daemon loads before serving). Node keys the
+ * entries by its version, so each Node binary fills its own. Node 20 has no compile cache and
+ * ignores the variable.
+ */
+function compileCacheFor(ctx: Context, v: Variant): string | undefined {
+  const cache = ctx.compileCache
+  // Baselines are older builds, measured as they were shipped.
+  if (cache === undefined || v.kind !== 'ours' || v.main !== undefined) return undefined
+  const nodeBin = v.nodeBin ?? OUR_NODE_BIN
+  if (!cache.filled.has(nodeBin)) {
+    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, OUR_MAIN, '-version'], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_COMPILE_CACHE: cache.dir },
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    if (r.status !== 0) throw new Error(`filling the compile cache failed: ${r.stderr || r.error?.message || ''}`)
+    cache.filled.add(nodeBin)
+  }
+  return cache.dir
+}
+
 export async function startProvider(ctx: Context, v: Variant, tag: string): Promise<ProviderUnderTest> {
   const { world } = ctx
+  const compileCacheDir = compileCacheFor(ctx, v)
   const p = await startProviderUnderTest({
     label: `${v.label} ${tag}`,
     kind: v.kind,
@@ -101,6 +134,8 @@ export async function startProvider(ctx: Context, v: Variant, tag: string): Prom
     saDir: world.saDir,
     args: v.args,
     main: v.main,
+    nodeBin: v.nodeBin,
+    compileCacheDir,
     nodeArgs:
       v.kind !== 'ours'
         ? []

@@ -70,6 +70,14 @@ t.test('options: idle seconds before the after-idle latency block', async (t) =>
   t.throws(() => parseOptions(['--latency-idle', 'x'], '/out'), /--latency-idle needs a positive number/)
 })
 
+t.test("options: the image's Node as one more variant of ours", async (t) => {
+  t.equal(options([]).imageNode, undefined, 'none unless given (bench/run.sh passes the image’s Node)')
+  t.equal(options(['--image-node', process.execPath]).imageNode, process.execPath)
+  t.equal(options(['--image-node=none']).imageNode, undefined, '"none": not run')
+  t.throws(() => parseOptions(['--image-node', 'bin/node'], '/out'), /--image-node needs an absolute path/)
+  t.throws(() => parseOptions(['--image-node', '/no/such/node'], '/out'), /--image-node needs an absolute path/)
+})
+
 t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
   const openbaoHelp = [
     'Usage of openbao-csi-provider:',

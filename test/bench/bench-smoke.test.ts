@@ -14,6 +14,8 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     [
       ...['--quick', '--no-reference', '--pods', '3', '--rounds', '2'],
       ...['--latency-mounts', '10', '--latency-warmup', '16', '--out', out],
+      // The image's-Node variant, on the Node running this test (bench/run.sh fetches the image's).
+      ...['--image-node', process.execPath],
     ],
     out,
   )
@@ -58,9 +60,10 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.ok(Number.isFinite(lat?.afterIdle?.cpuMsPerMount), 'its CPU per Mount is reported')
 
   // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
+  const imageNode = `ours (pod, image's Node ${process.versions.node})`
   t.same(
     r.latency.map((l) => l.variant),
-    ['ours (pod)', 'ours (serviceaccount)'],
+    ['ours (pod)', 'ours (serviceaccount)', imageNode],
   )
   for (const l of r.latency) {
     for (const lv of l.levels) {
@@ -97,6 +100,14 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
 
   const foot = r.footprint.find((f) => f.variant === 'ours (pod)')
   t.ok((foot?.idleRssKiB ?? 0) > 0 && (foot?.peakRssKiB ?? 0) >= (foot?.idleRssKiB ?? 0), 'RSS read from /proc')
+  t.same(
+    r.footprint.map((f) => [f.variant, f.storm.failed]),
+    [
+      ['ours (pod)', 0],
+      [imageNode, 0],
+    ],
+    'footprint for ours (pod) on both Nodes',
+  )
 
   const md = readFileSync(`${out}/results.md`, 'utf8')
   t.match(md, /## 1\. Rollout storm/)
@@ -115,6 +126,8 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     md,
     /\| CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/,
   )
+  t.match(md, /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups\) \| ours \(pod, image's Node [\d.]+\) \|/)
+  t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
   t.match(md, /## Targets of issue 3/)
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')
   t.match(svg, /^<svg /)

@@ -79,6 +79,24 @@ t.test('image policy', async (t) => {
   t.match(user, /^\d+(:\d+)?$/, 'numeric USER (kubelet can check runAsNonRoot)')
   t.not(Number(user!.split(':')[0]), 0, 'non-root USER')
 
+  // V8's compile cache: filled at build time by the daemon itself, as the user and with the flags it runs with
+  // (Node keys the cache directory by uid, and V8 rejects code compiled under other flags).
+  const cacheDir = only(final, 'ENV')
+    .map((e) => /^NODE_COMPILE_CACHE=(.+)$/.exec(e)?.[1])
+    .find((d) => d !== undefined)
+  t.ok(cacheDir?.startsWith('/'), `NODE_COMPILE_CACHE names an absolute directory (${cacheDir})`)
+  const runs = final.instructions.filter((i) => i.instruction === 'RUN' || i.instruction === 'USER')
+  const userAt = runs.findIndex((i) => i.instruction === 'USER')
+  const warm = runs.slice(userAt + 1).find((i) => i.instruction === 'RUN')
+  t.ok(warm, 'a RUN after USER fills the cache as the daemon’s user')
+  const warmArgs = execForm(warm?.value ?? '', 'RUN')
+  t.same(warmArgs, [...entrypoint, '-version'], 'it runs the ENTRYPOINT (same flags, same script) with -version')
+  const relDir = posix.relative(only(final, 'WORKDIR').at(-1)!, cacheDir ?? '')
+  t.ok(
+    runs.slice(0, userAt).some((i) => i.instruction === 'RUN' && i.value.includes(`chown ${user} ${relDir}`)),
+    `the cache directory (${relDir}) belongs to USER ${user}`,
+  )
+
   // Production dependencies only: the runtime's node_modules come from a stage that ran
   // `npm ci --omit=dev`, never from the build stage.
   const copies = only(final, 'COPY')
