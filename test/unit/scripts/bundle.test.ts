@@ -32,6 +32,13 @@ t.test('dist/daemon.js is the bundle of the current dist/src (npm run build writ
   )
 })
 
+t.test('Node’s built-ins are required, not imported: no ES facade runs their lazy loaders', async (t) => {
+  const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
+  const esImports = [...text.matchAll(/^import\b[^;'"]*?from\s*['"](node:[^'"]+)['"]/gm)].map((m) => m[1])
+  t.same(esImports, ['node:module'], 'only node:module, for the banner’s createRequire')
+  t.match(text, /__require\("node:http"\)/, 'node:http through require()')
+})
+
 t.test('the bundle holds only our modules and imports only production packages and Node built-ins', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
@@ -39,10 +46,11 @@ t.test('the bundle holds only our modules and imports only production packages a
   const inputs = Object.keys(metafile.inputs)
   t.ok(inputs.includes(DAEMON_ENTRY), `${DAEMON_ENTRY} is the entry`)
   t.same(
-    inputs.filter((f) => !f.startsWith('dist/src/')),
+    inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:')),
     [],
     'no package is copied into it (they load from node_modules, lazily where the source says so)',
   )
+  t.ok(inputs.includes('builtin:node:http'), 'Node’s built-ins go through the require() stand-ins')
   t.notOk(
     inputs.some((f) => f.startsWith('dist/src/cli/')),
     'the CLI is not part of the daemon',
