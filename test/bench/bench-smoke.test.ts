@@ -51,6 +51,10 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   )
   t.ok((lat?.levels[0]?.vaultCallsPerMount ?? 0) > 0, 'Vault requests seen by the timing proxy')
   t.same([lat?.warmup.mounts, lat?.warmup.failed], [16, 0], 'the warm-up ran before the levels, none failed')
+  t.ok(
+    lines.some((l) => l.includes('latency: priming OpenBao with 16 unmeasured Mounts of a throwaway ours (pod)')),
+    'a throwaway process primed OpenBao before the first variant',
+  )
   t.ok(Number.isFinite(lat?.warmup.cpuMsPerMount), 'its CPU per Mount is reported')
   t.same(
     [lat?.afterIdle?.idleSec, lat?.afterIdle?.concurrency, lat?.afterIdle?.mounts, lat?.afterIdle?.failed],
