@@ -6,6 +6,7 @@ import type { FleetResult } from '../../bench/fleet.js'
 import { emptyCounts } from '../../bench/audit.js'
 import { DEFAULT_BASELINE, parseOptions, type BenchOptions } from '../../bench/options.js'
 import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
+import { median } from '../../bench/report.js'
 
 /** parseOptions for argv that is not a help request. */
 function options(argv: string[]): BenchOptions {
@@ -76,6 +77,13 @@ t.test("options: the image's Node as one more variant of ours", async (t) => {
   t.equal(options(['--image-node=none']).imageNode, undefined, '"none": not run')
   t.throws(() => parseOptions(['--image-node', 'bin/node'], '/out'), /--image-node needs an absolute path/)
   t.throws(() => parseOptions(['--image-node', '/no/such/node'], '/out'), /--image-node needs an absolute path/)
+})
+
+t.test('median: the middle value, or the mean of the two middle ones', async (t) => {
+  t.equal(median([198, 129]), 163.5, 'two start-ups: their mean, not the lower one')
+  t.equal(median([5, 1, 3]), 3)
+  t.equal(median([4, 1, 3, 2]), 2.5)
+  t.ok(Number.isNaN(median([])), 'none: NaN (shown as n/a)')
 })
 
 t.test('reference flags: -vault-* goes to -openbao-* where only that is listed', async (t) => {
