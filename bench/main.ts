@@ -111,7 +111,7 @@ function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
     ...(o.imageNode === undefined
       ? []
       : [
-          `Image's Node: the row "ours (pod, image's Node …)" is the same build and flags on \`${o.imageNode}\`, the Node of the Dockerfile's base image (npm's node-linux-<arch> package, fetched by bench/run.sh: the base's exact version when npm has it, else the newest of its major), in the latency and footprint scenarios; every other row of ours runs on the Node named above.`,
+          `Image's Node: the row "ours (pod, image's Node …)" is the same build and flags on \`${o.imageNode}\`, the Node of the Dockerfile's base image (npm's node-linux-<arch> package, fetched by bench/run.sh: the base's exact version when npm has it, else the newest of its major), in the storm, latency and footprint scenarios; every other row of ours runs on the Node named above.`,
         ]),
     ref.available
       ? `Reference: ${ref.name ?? ref.module} ${ref.version ?? ''}, built by ${ref.how ?? 'unknown'}; default flags (its \`-openbao-addr\` where it has no \`-vault-addr\`), log level info; SecretProviderClass parameter \`audience: vault\` for both providers.`
@@ -236,7 +236,7 @@ export async function runBench(
     }
     if (o.scenarios.includes('storm')) {
       // Cold runs, variants in alternating order per repetition; the median run is reported.
-      const variants = [...ours, ...ref]
+      const variants = [...ours, ...imageNode, ...ref]
       const runs = new Map<string, StormResult[]>(variants.map((v) => [v.label, []]))
       for (let rep = 0; rep < o.repeat; rep++) {
         for (const v of rep % 2 === 0 ? variants : [...variants].reverse()) {

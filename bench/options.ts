@@ -50,7 +50,7 @@ export interface BenchOptions {
   settleSec: number
   /**
    * The Node binary of the image's base (bench/run.sh fetches it from npm): ours (pod) runs on it
-   * too, as one more variant of the latency and footprint scenarios. Undefined: not run.
+   * too, as one more variant of the storm, latency and footprint scenarios. Undefined: not run.
    */
   imageNode: string | undefined
 }
@@ -83,9 +83,9 @@ export const USAGE = `usage: npm run bench -- [options]
                      reducer has collected the garbage of start-up (default 20; --quick: 2)
   --quick            small numbers for a smoke run (6 pods, 3 rounds, 0.5 s minutes, 40 Mounts,
                      2 fleet nodes, no baseline)
-  --image-node PATH  also run ours (pod) on this Node binary in the latency and footprint scenarios
-                     (bench/run.sh passes the Node of the Dockerfile's base image, fetched from npm,
-                     unless --quick or --image-node is given; "none": not run)
+  --image-node PATH  also run ours (pod) on this Node binary in the storm, latency and footprint
+                     scenarios (bench/run.sh passes the Node of the Dockerfile's base image, fetched
+                     from npm, unless --quick or --image-node is given; "none": not run)
   --no-reference     run our provider only
   --profile          write a CPU profile of each of our provider processes to <out>/profiles
   --out DIR          output directory (default bench/results)

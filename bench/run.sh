@@ -149,7 +149,7 @@ done
 # be this machine's. npm's node-linux-<arch> package carries the official binary of each release:
 # the base's exact version when npm has it, else the newest of its major, unpacked into
 # .cache/node/<version>/, and passed as --image-node (ours (pod) runs on it too, as one more row of
-# the latency and footprint scenarios). Not for --quick or when --image-node is given; when npm
+# the storm, latency and footprint scenarios). Not for --quick or when --image-node is given; when npm
 # refuses, the benchmark runs without that row and says so here.
 extra=()
 want_image_node=1

@@ -112,6 +112,11 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     ],
     'footprint for ours (pod) on both Nodes',
   )
+  t.equal(
+    r.storm.find((s) => s.variant === imageNode)?.ok,
+    3,
+    'the storm ran on the image’s Node too, every Mount succeeded',
+  )
 
   const md = readFileSync(`${out}/results.md`, 'utf8')
   t.match(md, /## 1\. Rollout storm/)
