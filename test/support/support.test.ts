@@ -31,6 +31,19 @@ t.test('openbao dev server answers', async (t) => {
   t.equal(denied.status, 403, 'api() does not throw on non-2xx')
 })
 
+t.test('a dev server not healthy in time: the error carries the log’s tail, without its tokens', async (t) => {
+  // 1 ms is too short for any start: every attempt times out.
+  const err = await startOpenBao({ tls: true, startTimeoutMs: 1 }).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  )
+  t.match(
+    err?.message,
+    /bao did not become healthy within the timeout \(unseal key seen: (true|false), CA seen: (true|false)\)/,
+  )
+  t.notMatch(err?.message, /root token|unseal key:/i, 'no root token or unseal key line from the log')
+})
+
 t.test('jwt auth login with a service-account-shaped token', async (t) => {
   await bao.enableSecrets('kv', 'kvv2', { version: '2' })
   await bao.writePolicy('read-kv', 'path "kvv2/data/*" { capabilities = ["read"] }')
