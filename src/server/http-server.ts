@@ -129,8 +129,6 @@ export class OpsHttpServer {
   /** Binds the port; resolves with it, or undefined when disabled. Rejects when the port cannot be bound. */
   async start(): Promise<number | undefined> {
     if (!this.enabled) return undefined
-    // Process metrics are collected from the moment they can be scraped (see ProviderMetrics).
-    this.opts.metrics?.collectProcessMetrics()
     const { host, port } = parseListenAddress(this.opts.address)
     const server = http.createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
@@ -149,6 +147,9 @@ export class OpsHttpServer {
       })
     })
     this.server = server
+    // Process metrics from the moment they can be scraped (see ProviderMetrics): started once the
+    // port is bound, so that loading them (~20 ms) does not delay the probes' first answer.
+    this.opts.metrics?.collectProcessMetrics()
     this.opts.logger.info(
       { healthAddr: this.opts.address, port: this.port, metrics: this.opts.metrics !== undefined },
       'serving health and metrics over HTTP',

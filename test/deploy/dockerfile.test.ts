@@ -322,9 +322,21 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   t.equal(sockStat.uid, runsAs, `socket created by the user the daemon runs as (${runsAs})`)
   t.equal(sockStat.mode & 0o777, 0o600, 'socket mode 0600')
 
-  // The DaemonSet's probes: the paths it names, on the health address.
+  // The DaemonSet's probes: the paths it names, on the health address. The daemon binds that port
+  // right after its socket; like kubelet, which probes again until the first answer, allow it a moment.
+  const probe = async (path: string): Promise<Response> => {
+    const until = Date.now() + 10_000
+    for (;;) {
+      try {
+        return await fetch(`http://127.0.0.1:${healthPort}${path}`)
+      } catch (err) {
+        if (Date.now() > until) throw err
+        await new Promise((r) => setTimeout(r, 50))
+      }
+    }
+  }
   for (const path of ['/health/live', '/health/ready']) {
-    const res = await fetch(`http://127.0.0.1:${healthPort}${path}`)
+    const res = await probe(path)
     t.equal(res.status, 200, `GET ${path} (the DaemonSet's probe) answers 200`)
   }
 
