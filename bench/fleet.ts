@@ -7,6 +7,7 @@ import { auditSize, countAuditSince, peakPerSecond, totalRequests, type VaultCou
 import { attributesFor, failures, makePods, mountMany, type ManyOutput, type SpcObject } from './load.js'
 import type { ProviderUnderTest } from './providers.js'
 import { nowMs } from './proxy.js'
+import { median } from './stats.js'
 import { settleAudit, SMALL_KV, startProvider, type Context, type Variant } from './scenarios.js'
 
 /**
@@ -47,11 +48,6 @@ export interface FleetResult {
   leasesHeld: number
   /** HMAC key Secret GETs at the Kubernetes API during the rollout, all nodes. */
   hmacGets: number
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? NaN : s[Math.floor((s.length - 1) / 2)]!
 }
 
 export async function runFleet(

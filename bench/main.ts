@@ -92,7 +92,7 @@ function baselineVariant(rev: string): Variant {
   }
 }
 
-function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
+function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): string[] {
   return [
     'Vault: a real OpenBao dev server (`bao server -dev`, in memory) with a `file` audit device; every count comes from its audit log (response entries, requests made with the root token excluded).',
     "Login: OpenBao's `jwt` auth method at `jwt/` (role `bench`, `token_ttl` 1 h) validates Kubernetes-shaped service-account JWTs signed by the harness; the pod tokens arrive in the `csi.storage.k8s.io/serviceAccount.tokens` attribute, as from a driver with `tokenRequests`, so neither provider calls TokenRequest. Each pod keeps its token across re-mounts (kubelet reuses a token until 80% of its 1 h lifetime).",
@@ -105,7 +105,7 @@ function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
     `Fleet: ${o.nodes} provider processes stand for ${o.nodes} nodes (each its own socket, its own service-account files and read of the HMAC key Secret, its own ${o.pods} pods with their own JWTs); one \`mount-many\` driver client per node, all started together, each mounting its node's pods at once (5 KV values + one database credential, username and password from one lease). Requests, the busiest second and logins come from the audit log (its own timestamps); tokens held = logins − token revocations, leases held = secret leases created − lease revocations, both at the end of the rollout.`,
     "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
     `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.` +
-      (imageEnv('NODE_COMPILE_CACHE') === undefined
+      (!compileCache
         ? ''
         : " As the image's build does, V8's compile cache (NODE_COMPILE_CACHE, Node ≥ 22.1; Node 20 ignores it) is filled once per Node binary by the daemon's script with those flags and `-version` before its first start (older builds run without it)."),
     ...(o.imageNode === undefined
@@ -138,6 +138,8 @@ export async function runBench(
 ): Promise<BenchResults> {
   const startedAt = new Date().toISOString()
   const reference = referenceInfo(o.reference)
+  // The image fills V8's compile cache at build time when its Dockerfile sets NODE_COMPILE_CACHE: so does the bench.
+  const imageCompileCache = imageEnv('NODE_COMPILE_CACHE') !== undefined
   if (!reference.available && o.reference) log(`reference provider not available: ${reference.reason ?? ''}`)
   const results: BenchResults = {
     startedAt,
@@ -174,7 +176,7 @@ export async function runBench(
     fleet: [],
     failures: [],
     startups: {},
-    notes: notes(o, reference),
+    notes: notes(o, reference, imageCompileCache),
   }
   const ours: Variant[] = o.scopes.map((scope) => ({
     label: `ours (${scope})`,
@@ -219,11 +221,9 @@ export async function runBench(
     world = await startWorld({ database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'), log })
     const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
     if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
-    // The image fills V8's compile cache at build time when its Dockerfile sets NODE_COMPILE_CACHE: so does the bench.
-    const compileCache =
-      imageEnv('NODE_COMPILE_CACHE') === undefined
-        ? undefined
-        : { dir: join(PACKAGE_ROOT, '.cache', 'bench', 'compile-cache'), filled: new Set<string>() }
+    const compileCache = !imageCompileCache
+      ? undefined
+      : { dir: join(PACKAGE_ROOT, '.cache', 'bench', 'compile-cache'), filled: new Set<string>() }
     const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir, compileCache }
     const attempt = async <T>(v: Variant, what: string, fn: () => Promise<T>, into: T[]): Promise<void> => {
       try {

@@ -3,6 +3,7 @@
 import type { ChurnResult, Failed, FootprintResult, LatencyResult, StormResult } from './scenarios.js'
 import { AFTER_IDLE_MOUNTS, type BenchOptions } from './options.js'
 import { perNode, projections, PROJECTION } from './economy.js'
+import { median } from './stats.js'
 import type { FleetResult } from './fleet.js'
 
 export interface ReferenceInfo {
@@ -475,14 +476,6 @@ function renderFleet(r: BenchResults): string[] {
     out.push('')
   }
   return out
-}
-
-/** The median; of an even count, the mean of the two middle values (not the lower one: two start-ups of 129 and 198 ms are 163.5, not 129). */
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  if (s.length === 0) return NaN
-  const mid = s.length >> 1
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
 }
 
 /** The targets of issue 12, one row per variant of ours, each against the reference or baseline of this run. */

@@ -452,11 +452,14 @@ export async function runLatency(
       failures: failed,
     }
   } finally {
-    for (const s of setups) {
-      await s.p.stop()
-      for (const px of s.proxies) await px.close()
-    }
+    for (const s of setups) await tearDown(s)
   }
+}
+
+/** Stops a latency setup's provider and closes its timing proxies. */
+async function tearDown(s: LatencySetup): Promise<void> {
+  await s.p.stop()
+  for (const px of s.proxies) await px.close()
 }
 
 /**
@@ -473,8 +476,7 @@ async function prime(ctx: Context, v: Variant | undefined, count: number): Promi
   try {
     await podMounts(ctx, s, LATENCY_PODS, count)
   } finally {
-    await s.p.stop()
-    for (const px of s.proxies) await px.close()
+    await tearDown(s)
   }
 }
 

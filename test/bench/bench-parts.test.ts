@@ -6,7 +6,7 @@ import type { FleetResult } from '../../bench/fleet.js'
 import { emptyCounts } from '../../bench/audit.js'
 import { DEFAULT_BASELINE, parseOptions, type BenchOptions } from '../../bench/options.js'
 import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
-import { median } from '../../bench/report.js'
+import { median } from '../../bench/stats.js'
 
 /** parseOptions for argv that is not a help request. */
 function options(argv: string[]): BenchOptions {
