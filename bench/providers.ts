@@ -56,10 +56,30 @@ export interface ProviderUnderTest {
   logPath: string
   child: ChildProcess
   stop(): Promise<void>
-  /** VmRSS / VmHWM from /proc/<pid>/status, in KiB. */
-  memory(): Promise<{ rssKiB: number; hwmKiB: number }>
+  /** From /proc/<pid>/status (memoryFromStatus). */
+  memory(): Promise<ProcessMemory>
   /** CPU time the process has used so far (utime + stime from /proc/<pid>/stat), in ms. */
   cpuMs(): Promise<number>
+}
+
+/** A process's memory in KiB, from /proc/<pid>/status. */
+export interface ProcessMemory {
+  /** VmRSS: resident pages, RssAnon + RssFile + RssShmem. */
+  rssKiB: number
+  /** VmHWM: the highest VmRSS so far. */
+  hwmKiB: number
+  /**
+   * RssAnon: heap, stacks, JIT code: what this process alone holds. RssFile: pages of mapped files
+   * (mostly the executable's code), shared by every process that maps the same file and dropped by
+   * the kernel under memory pressure (they are clean), so a Node and a Go binary differ here most.
+   */
+  anonKiB: number
+  fileKiB: number
+}
+
+export function memoryFromStatus(status: string): ProcessMemory {
+  const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+  return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM'), anonKiB: kib('RssAnon'), fileKiB: kib('RssFile') }
 }
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on Linux unless getconf says otherwise). */
@@ -217,9 +237,7 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
       return cpuMsFromStat(await readFile(`/proc/${pid}/stat`, 'utf8'))
     },
     async memory() {
-      const status = await readFile(`/proc/${pid}/status`, 'utf8')
-      const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-      return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM') }
+      return memoryFromStatus(await readFile(`/proc/${pid}/status`, 'utf8'))
     },
   }
 }

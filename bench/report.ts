@@ -319,7 +319,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 4. Footprint')
     out.push('')
     out.push(
-      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections (all start-ups of the run: median / max).`,
+      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections (all start-ups of the run: median / max). The settled RSS split in two (RssAnon / RssFile): anonymous pages (heap, stacks, compiled code) are the process's own; file-backed ones are mostly its executable's code, shared by every process that maps the same file and dropped by the kernel under memory pressure (they are clean). A Node binary is large, so much of the difference to a Go binary is there.`,
     )
     out.push('')
     out.push(
@@ -328,6 +328,7 @@ export function renderMarkdown(r: BenchResults): string {
           'variant',
           'idle RSS at 2 s (MiB)',
           `idle RSS settled, ${r.options.settleSec} s (MiB)`,
+          'of which anon / file-backed (MiB)',
           'peak RSS (MiB)',
           'RSS after storm (MiB)',
           'start-up (ms)',
@@ -345,6 +346,7 @@ export function renderMarkdown(r: BenchResults): string {
             f.variant,
             mib(f.idleRssKiB),
             mib(f.settledRssKiB),
+            `${mib(f.settledAnonKiB)} / ${mib(f.settledFileKiB)}`,
             mib(f.peakRssKiB),
             mib(f.afterStormRssKiB),
             n(f.startupMs, 0),

@@ -568,6 +568,9 @@ export interface FootprintResult {
   idleRssKiB: number
   /** VmRSS after --settle seconds of idleness: once V8's memory reducer has run (it starts 8 s after the last GC). */
   settledRssKiB: number
+  /** RssAnon / RssFile at the settled reading (ProcessMemory). */
+  settledAnonKiB: number
+  settledFileKiB: number
   peakRssKiB: number
   afterStormRssKiB: number
   storm: StormResult
@@ -584,6 +587,8 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
   let startupMs = NaN
   let idleRssKiB = NaN
   let settledRssKiB = NaN
+  let settledAnonKiB = NaN
+  let settledFileKiB = NaN
   let peakRssKiB = NaN
   let afterStormRssKiB = NaN
   // The storm of this scenario runs inside its own provider start so that VmHWM covers it.
@@ -592,7 +597,10 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
     await new Promise((r) => setTimeout(r, 2000))
     idleRssKiB = (await p.memory()).rssKiB
     await new Promise((r) => setTimeout(r, Math.max(0, settleMs - 2000)))
-    settledRssKiB = (await p.memory()).rssKiB
+    const settled = await p.memory()
+    settledRssKiB = settled.rssKiB
+    settledAnonKiB = settled.anonKiB
+    settledFileKiB = settled.fileKiB
     const podList = await makePods(ctx.dir, `footprint-${v.kind}-${Date.now()}`, pods, ctx.world.podJwt)
     const calls = podList.map((pod) => ({ target: pod.target, attributes: attributesFor(pod, BIG_KV) }))
     const before = await auditSize(ctx.world.auditFile)
@@ -621,5 +629,15 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
       hmacGets: 0,
     } satisfies StormResult
   })
-  return { variant: label, startupMs, idleRssKiB, settledRssKiB, peakRssKiB, afterStormRssKiB, storm }
+  return {
+    variant: label,
+    startupMs,
+    idleRssKiB,
+    settledRssKiB,
+    settledAnonKiB,
+    settledFileKiB,
+    peakRssKiB,
+    afterStormRssKiB,
+    storm,
+  }
 }

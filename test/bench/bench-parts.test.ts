@@ -1,11 +1,11 @@
 // The benchmark's pure parts: options, the reference's flag names, CPU time from
-// /proc/<pid>/stat and the fleet projection. No processes, no timings.
+// /proc/<pid>/stat, memory from /proc/<pid>/status and the fleet projection. No processes, no timings.
 import t from 'tap'
 import { project, perNode, projections, PROJECTION } from '../../bench/economy.js'
 import type { FleetResult } from '../../bench/fleet.js'
 import { emptyCounts } from '../../bench/audit.js'
 import { DEFAULT_BASELINE, parseOptions, type BenchOptions } from '../../bench/options.js'
-import { cpuMsFromStat, referenceFlags } from '../../bench/providers.js'
+import { cpuMsFromStat, memoryFromStatus, referenceFlags } from '../../bench/providers.js'
 import { median } from '../../bench/stats.js'
 
 /** parseOptions for argv that is not a help request. */
@@ -114,6 +114,20 @@ t.test('CPU time from /proc/<pid>/stat: utime + stime, a command name with space
   const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 11 0'
   t.equal(cpuMsFromStat(stat, 100), 1750)
   t.equal(cpuMsFromStat(stat, 1000), 175)
+})
+
+t.test('memory from /proc/<pid>/status: VmRSS, VmHWM and the anon / file-backed split', async (t) => {
+  const status = [
+    'Name:\tnode',
+    'VmHWM:\t  120000 kB',
+    'VmRSS:\t   78200 kB',
+    'RssAnon:\t   23752 kB',
+    'RssFile:\t   54448 kB',
+    'RssShmem:\t       0 kB',
+  ].join('\n')
+  t.same(memoryFromStatus(status), { rssKiB: 78200, hwmKiB: 120000, anonKiB: 23752, fileKiB: 54448 })
+  // A kernel without the split (before 4.5) gives NaN, which the report prints as n/a.
+  t.ok(Number.isNaN(memoryFromStatus('VmRSS:\t 1 kB\nVmHWM:\t 2 kB').anonKiB))
 })
 
 t.test('projection: n nodes cost n times one node', async (t) => {

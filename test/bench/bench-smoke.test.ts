@@ -104,6 +104,14 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
 
   const foot = r.footprint.find((f) => f.variant === 'ours (pod)')
   t.ok((foot?.idleRssKiB ?? 0) > 0 && (foot?.peakRssKiB ?? 0) >= (foot?.idleRssKiB ?? 0), 'RSS read from /proc')
+  t.ok(
+    (foot?.settledAnonKiB ?? 0) > 0 && (foot?.settledFileKiB ?? 0) > 0,
+    'settled RSS split into anon and file-backed',
+  )
+  t.ok(
+    (foot?.settledAnonKiB ?? Infinity) + (foot?.settledFileKiB ?? Infinity) <= (foot?.settledRssKiB ?? 0),
+    'anon + file-backed ≤ RSS',
+  )
   t.same(
     r.footprint.map((f) => [f.variant, f.storm.failed]),
     [
