@@ -96,6 +96,36 @@ export function cpuMsFromStat(stat: string, ticksPerSec = CLK_TCK): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSec
 }
 
+/** CPU time of any process so far (utime + stime), in ms; NaN when it cannot be read (it has exited). */
+export async function processCpuMs(pid: number): Promise<number> {
+  return readFile(`/proc/${pid}/stat`, 'utf8').then(
+    (stat) => cpuMsFromStat(stat),
+    () => NaN,
+  )
+}
+
+/** The machine's CPU time so far, all CPUs summed, from the first line of /proc/stat, in ms. */
+export interface MachineCpu {
+  /** Every state but idle and iowait. */
+  busyMs: number
+  /** Every state. */
+  allMs: number
+}
+
+export function machineCpuFromProcStat(text: string, ticksPerSec = CLK_TCK): MachineCpu {
+  const line = /^cpu\s+(.*)$/m.exec(text)?.[1] ?? ''
+  // user nice system idle iowait irq softirq steal (guest and guest_nice are inside user and nice).
+  const f = line.trim().split(/\s+/).slice(0, 8).map(Number)
+  if (f.length < 5 || f.some((x) => !Number.isFinite(x))) return { busyMs: NaN, allMs: NaN }
+  const all = f.reduce((a, b) => a + b, 0)
+  const idle = f[3]! + f[4]!
+  return { busyMs: ((all - idle) * 1000) / ticksPerSec, allMs: (all * 1000) / ticksPerSec }
+}
+
+export async function machineCpu(): Promise<MachineCpu> {
+  return machineCpuFromProcStat(await readFile('/proc/stat', 'utf8'))
+}
+
 export interface StartSpec {
   label: string
   kind: 'ours' | 'reference'

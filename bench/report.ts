@@ -42,6 +42,11 @@ function n(v: number | undefined, digits = 0): string {
   return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 }
 
+/** A share, e.g. 0.934 → "93 %"; "n/a" when not measured. */
+function percent(share: number | undefined): string {
+  return share === undefined || !Number.isFinite(share) ? 'n/a' : `${n(share * 100)} %`
+}
+
 function mib(kib: number): string {
   return n(kib / 1024, 1)
 }
@@ -215,7 +220,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 3. Latency (warm)')
     out.push('')
     out.push(
-      `One Mount of 5 KV objects, after ${o.latencyWarmup > 0 ? `${o.latencyWarmup} unmeasured warm-up Mounts per variant at concurrency 8 (their CPU in the second table: ours compiles its hot code in them)` : 'one warm-up Mount per pod'}; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Each variant runs its warm-up and both levels back to back, one variant after the other: these are the figures of a busy process (what idling costs is in the "After idle" table). Mount = the Mount RPC at the driver client; Vault = union of that Mount's Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod's \`vaultAddress\`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead). CPU = utime + stime of the provider process over the level's Mounts (/proc/<pid>/stat), per Mount and per Vault request.`,
+      `One Mount of 5 KV objects, after ${o.latencyWarmup > 0 ? `${o.latencyWarmup} unmeasured warm-up Mounts per variant at concurrency 8 (their CPU in the second table: ours compiles its hot code in them)` : 'one warm-up Mount per pod'}; concurrency 1 (one pod) and 8 (eight pods, one Mount each at a time). Each variant runs its warm-up and both levels back to back, one variant after the other: these are the figures of a busy process (what idling costs is in the "After idle" table). Mount = the Mount RPC at the driver client; Vault = union of that Mount's Vault requests measured by a timing HTTP proxy in front of OpenBao (one proxy per pod, named by the pod's \`vaultAddress\`); overhead = Mount − Vault. "K8s API" is time inside the HMAC Secret GET during the Mount (part of the overhead). CPU = utime + stime of the provider process over the level's Mounts (/proc/<pid>/stat), per Mount and per Vault request. OpenBao CPU = the same for the OpenBao process, per Mount: what the provider's way of working costs Vault. Machine busy = share of all CPUs' time not idle during the level (/proc/stat), whoever used it: provider, OpenBao, the timing proxies and driver clients of the benchmark. Near 100 %, Mounts/s and the tail of the overhead are bound by the machine, not by the provider alone.`,
     )
     out.push('')
     const rows: string[][] = []
@@ -237,6 +242,8 @@ export function renderMarkdown(r: BenchResults): string {
           n(lv.mountsPerSec, 0),
           n(lv.cpuMsPerMount, 2),
           n(lv.cpuMsPerVaultRequest, 2),
+          n(lv.vaultCpuMsPerMount, 2),
+          percent(lv.machineBusy),
           l.variant === REF ? '' : ratio(lv.mountP50Ms, ref?.mountP50Ms),
           l.variant === REF ? '' : ratio(lv.cpuMsPerMount, ref?.cpuMsPerMount),
         ])
@@ -259,6 +266,8 @@ export function renderMarkdown(r: BenchResults): string {
           'Mounts/s',
           'CPU ms/Mount',
           'CPU ms/Vault req.',
+          'OpenBao CPU ms/Mount',
+          'machine busy',
           'p50 vs ref',
           'CPU vs ref',
         ],
@@ -583,7 +592,7 @@ function targets12(r: BenchResults): string[][] {
       rows.push([
         `warm Mounts/s at concurrency 8 ≥ 2× ${b.variant}`,
         l.variant,
-        `${n(c8.mountsPerSec)} vs ${n(b8?.mountsPerSec)} Mounts/s (${ratio(c8.mountsPerSec, b8?.mountsPerSec)})${refLat ? `; reference ${n(level(refLat, 8)?.mountsPerSec)}` : ''}`,
+        `${n(c8.mountsPerSec)} vs ${n(b8?.mountsPerSec)} Mounts/s (${ratio(c8.mountsPerSec, b8?.mountsPerSec)})${refLat ? `; reference ${n(level(refLat, 8)?.mountsPerSec)}` : ''}; machine busy ${percent(c8.machineBusy)} vs ${percent(b8?.machineBusy)}`,
         verdict(b8 && c8.failed === 0 ? c8.mountsPerSec >= 2 * b8.mountsPerSec : undefined),
       ])
     }

@@ -14,7 +14,15 @@ import {
   type SpcObject,
 } from './load.js'
 import { AFTER_IDLE_MOUNTS } from './options.js'
-import { OUR_MAIN, OUR_NODE_BIN, imageEntrypoint, startProviderUnderTest, type ProviderUnderTest } from './providers.js'
+import {
+  OUR_MAIN,
+  OUR_NODE_BIN,
+  imageEntrypoint,
+  machineCpu,
+  processCpuMs,
+  startProviderUnderTest,
+  type ProviderUnderTest,
+} from './providers.js'
 import { busyMs, startTimingProxy, type TimingProxy } from './proxy.js'
 import type { World } from './world.js'
 
@@ -337,6 +345,14 @@ export interface LatencyLevel {
   cpuMsPerMount: number
   /** The same per Vault request the provider made (every request its proxies saw in the level). */
   cpuMsPerVaultRequest: number
+  /** CPU time of the OpenBao process per Mount over the level: what the provider's way of working costs Vault. */
+  vaultCpuMsPerMount: number
+  /**
+   * Share of the machine's CPU time (all CPUs) that was busy during the level, whoever used it
+   * (provider, OpenBao, the benchmark's proxies and driver clients): near 1, Mounts/s is bound by
+   * the machine, not by the provider alone.
+   */
+  machineBusy: number
 }
 
 /** The unmeasured Mounts before the levels (--latency-warmup): what a fresh provider's first Mounts cost. */
@@ -504,21 +520,28 @@ async function podMounts(
   s: LatencySetup,
   c: number,
   count: number,
-): Promise<{ out: ManyOutput; cpuMs: number }> {
+): Promise<{ out: ManyOutput; cpuMs: number; vaultCpuMs: number; machineBusy: number }> {
   const calls: ManyCall[] = Array.from({ length: count }, (_, i) => ({
     target: s.targets[i % c]!,
     attributes: s.attrs[i % c]!,
   }))
-  const cpuBefore = await s.p.cpuMs()
+  const baoPid = ctx.world.bao.pid
+  const [cpuBefore, baoBefore, machineBefore] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
   const out = await mountMany(s.p.socketDir, calls, c, ctx.dir)
-  return { out, cpuMs: (await s.p.cpuMs()) - cpuBefore }
+  const [cpuAfter, baoAfter, machineAfter] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
+  return {
+    out,
+    cpuMs: cpuAfter - cpuBefore,
+    vaultCpuMs: baoAfter - baoBefore,
+    machineBusy: (machineAfter.busyMs - machineBefore.busyMs) / (machineAfter.allMs - machineBefore.allMs),
+  }
 }
 
 /** `count` Mounts of one variant at concurrency `c` in one block, summarised. */
 async function latencyLevel(ctx: Context, s: LatencySetup, c: number, count: number): Promise<LatencyLevel> {
   for (const px of s.proxies) px.calls.length = 0
   const kubeFrom = ctx.world.kubeTls.calls.length
-  const { out, cpuMs } = await podMounts(ctx, s, c, count)
+  const { out, cpuMs, vaultCpuMs, machineBusy } = await podMounts(ctx, s, c, count)
   const allVaultCalls = s.proxies.reduce((a, px) => a + px.calls.length, 0)
   const kubeCalls = ctx.world.kubeTls.calls.slice(kubeFrom)
   const mountMs: number[] = []
@@ -558,6 +581,8 @@ async function latencyLevel(ctx: Context, s: LatencySetup, c: number, count: num
     mountsPerSec: mounts / (out.wallMs / 1000),
     cpuMsPerMount: mounts > 0 ? cpuMs / mounts : NaN,
     cpuMsPerVaultRequest: allVaultCalls > 0 ? cpuMs / allVaultCalls : NaN,
+    vaultCpuMsPerMount: mounts > 0 ? vaultCpuMs / mounts : NaN,
+    machineBusy,
   }
 }
 

@@ -1,11 +1,17 @@
 // The benchmark's pure parts: options, the reference's flag names, CPU time from
-// /proc/<pid>/stat, memory from /proc/<pid>/status and the fleet projection. No processes, no timings.
+// /proc/<pid>/stat and /proc/stat, memory from /proc/<pid>/status and the fleet projection. No processes, no timings.
 import t from 'tap'
 import { project, perNode, projections, PROJECTION } from '../../bench/economy.js'
 import type { FleetResult } from '../../bench/fleet.js'
 import { emptyCounts } from '../../bench/audit.js'
 import { DEFAULT_BASELINE, parseOptions, type BenchOptions } from '../../bench/options.js'
-import { cpuMsFromStat, memoryFromStatus, referenceFlags } from '../../bench/providers.js'
+import {
+  cpuMsFromStat,
+  machineCpuFromProcStat,
+  memoryFromStatus,
+  processCpuMs,
+  referenceFlags,
+} from '../../bench/providers.js'
 import { median } from '../../bench/stats.js'
 
 /** parseOptions for argv that is not a help request. */
@@ -114,6 +120,18 @@ t.test('CPU time from /proc/<pid>/stat: utime + stime, a command name with space
   const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 11 0'
   t.equal(cpuMsFromStat(stat, 100), 1750)
   t.equal(cpuMsFromStat(stat, 1000), 175)
+})
+
+t.test('machine CPU from /proc/stat: busy = all but idle and iowait, all CPUs summed', async (t) => {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  const stat = 'cpu  100 5 50 800 20 3 2 0 7 0\ncpu0 50 2 25 400 10 1 1 0 3 0\nintr 1 2 3\n'
+  t.same(machineCpuFromProcStat(stat, 100), { busyMs: 1600, allMs: 9800 })
+  t.same(machineCpuFromProcStat('intr 1 2 3\n'), { busyMs: NaN, allMs: NaN }, 'no cpu line: NaN, not 0')
+})
+
+t.test('process CPU: this process has used some; a pid that is gone gives NaN', async (t) => {
+  t.ok((await processCpuMs(process.pid)) > 0)
+  t.ok(Number.isNaN(await processCpuMs(2 ** 22 + 1)), 'above pid_max: no such process')
 })
 
 t.test('memory from /proc/<pid>/status: VmRSS, VmHWM and the anon / file-backed split', async (t) => {

@@ -76,6 +76,12 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
         `${l.variant} c=${lv.concurrency}: CPU per Mount`,
       )
       t.ok(Number.isFinite(lv.cpuMsPerVaultRequest), `${l.variant} c=${lv.concurrency}: CPU per Vault request`)
+      t.ok(
+        Number.isFinite(lv.vaultCpuMsPerMount) && lv.vaultCpuMsPerMount >= 0,
+        `${l.variant} c=${lv.concurrency}: OpenBao's CPU per Mount`,
+      )
+      // The driver client alone is a process started per level: the machine is never idle throughout.
+      t.ok(lv.machineBusy > 0 && lv.machineBusy <= 1, `${l.variant} c=${lv.concurrency}: share of the machine busy`)
     }
   }
 
