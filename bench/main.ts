@@ -16,6 +16,7 @@ import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js
 import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN, imageEnv } from './providers.js'
 import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
 import {
+  floorVariant,
   medianStorm,
   runChurn,
   runFootprint,
@@ -257,7 +258,7 @@ export async function runBench(
       try {
         const lat = await runLatency(
           ctx,
-          [...oursScopes, ...imageNode, ...baselines, ...ref],
+          [...oursScopes, ...imageNode, floorVariant(), ...baselines, ...ref],
           o.latencyMounts,
           o.latencyWarmup,
           o.latencyIdleSec,

@@ -2,6 +2,8 @@
 // provider variant on the same OpenBao. Every scenario starts a fresh provider
 // process, so each one is cold at its start.
 import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../src/package-info.js'
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
 import {
   attributesFor,
@@ -35,6 +37,17 @@ export interface Variant {
   main?: string
   /** Ours: the Node binary it runs on (the image's Node, --image-node); default the bench's (BENCH_NODE_BIN). */
   nodeBin?: string
+}
+
+/**
+ * The latency scenario's floor: bench/floor-provider.ts, the least a Node provider can do for the
+ * benchmark's Mounts with the runtime parts ours uses. Measured beside ours, never held to targets.
+ */
+export const FLOOR = 'floor (Node, grpc-js, undici; no provider logic)'
+
+export function floorVariant(): Variant {
+  // The built file (npm run build), also when this module runs from source (the tests).
+  return { label: FLOOR, kind: 'ours', args: [], main: join(PACKAGE_ROOT, 'dist', 'bench', 'floor-provider.js') }
 }
 
 export interface Context {
@@ -367,8 +380,12 @@ export interface LatencyResult {
   variant: string
   warmup: LatencyWarmup
   levels: LatencyLevel[]
-  /** The block at concurrency 1 after `idleSec` with nothing running (--latency-idle); absent with 0. */
-  afterIdle: (LatencyLevel & { idleSec: number }) | undefined
+  /**
+   * The block at concurrency 1 after `idleSec` with nothing running (--latency-idle); absent with 0.
+   * vaultIdleCpuMsPerSec: OpenBao's CPU per second during that spell, its own background work,
+   * which any level's OpenBao CPU per Mount carries too (more of it, the fewer Mounts per second).
+   */
+  afterIdle: (LatencyLevel & { idleSec: number; vaultIdleCpuMsPerSec: number }) | undefined
 }
 
 interface LatencySetup {
@@ -452,10 +469,13 @@ export async function runLatency(
     // Each variant gets its own quiet spell, with nothing else running, right before its block:
     // in one shared spell the first block ran after a quiet machine and the later ones did not.
     const afterIdle = new Map<string, LatencyLevel>()
+    const idleVault = new Map<string, number>()
     const count = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
     for (const s of idleSec > 0 ? setups : []) {
       ctx.log(`latency: ${s.v.label}: ${idleSec} s idle, then ${count} Mounts at concurrency 1`)
+      const baoBefore = await processCpuMs(ctx.world.bao.pid)
       await new Promise((r) => setTimeout(r, idleSec * 1000))
+      idleVault.set(s.v.label, ((await processCpuMs(ctx.world.bao.pid)) - baoBefore) / idleSec)
       afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, count))
     }
     return {
@@ -463,7 +483,9 @@ export async function runLatency(
         variant: s.v.label,
         warmup: s.warmup,
         levels: levels.get(s.v.label)!,
-        afterIdle: afterIdle.has(s.v.label) ? { idleSec, ...afterIdle.get(s.v.label)! } : undefined,
+        afterIdle: afterIdle.has(s.v.label)
+          ? { idleSec, vaultIdleCpuMsPerSec: idleVault.get(s.v.label)!, ...afterIdle.get(s.v.label)! }
+          : undefined,
       })),
       failures: failed,
     }

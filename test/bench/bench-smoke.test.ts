@@ -2,10 +2,12 @@
 // every scenario (the fleet with 2 nodes × 3 pods), a few pods. Asserts what the harness produced
 // and counted, never timings.
 import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { runBench } from '../../bench/main.js'
 import { parseOptions } from '../../bench/options.js'
 import type { BenchResults } from '../../bench/report.js'
+import { FLOOR } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
 
 t.test('bench --quick --no-reference writes results with Vault counts', async (t) => {
@@ -62,12 +64,29 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     'after the levels and 1 s idle (--quick), one more block at concurrency 1, as many Mounts as a level',
   )
   t.ok(Number.isFinite(lat?.afterIdle?.cpuMsPerMount), 'its CPU per Mount is reported')
+  t.ok((lat?.afterIdle?.vaultIdleCpuMsPerSec ?? -1) >= 0, "and OpenBao's CPU per second while idle")
 
   // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
   const imageNode = `ours (pod, image's Node ${process.versions.node})`
   t.same(
     r.latency.map((l) => l.variant),
-    ['ours (pod)', 'ours (serviceaccount)', imageNode],
+    ['ours (pod)', 'ours (serviceaccount)', imageNode, FLOOR],
+  )
+  t.same(
+    r.latency.find((l) => l.variant === FLOOR)?.levels.map((lv) => [lv.concurrency, lv.mounts, lv.failed]),
+    [
+      [1, 10, 0],
+      [8, 10, 0],
+    ],
+    'the floor served every Mount of both levels',
+  )
+  const floorRows = readFileSync(join(out, 'results.md'), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(FLOOR))
+  t.ok(floorRows.length >= 2, 'the floor has its rows in the latency table')
+  t.notOk(
+    floorRows.some((l) => /\|\s*(met|\*\*missed\*\*)\s*\|\s*$/.test(l)),
+    'the floor is never held to a target',
   )
   for (const l of r.latency) {
     for (const lv of l.levels) {

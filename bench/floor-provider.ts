@@ -1,0 +1,102 @@
+/**
+ * The floor of the latency scenario: the least a provider on Node can do for one Mount with the
+ * runtime parts ours uses (grpc-js with the same codecs on a unix socket, undici to Vault, the
+ * yaml package for `objects`) and none of the provider's own work: no validation, limits, caches
+ * but the pod's Vault token, retries, metrics, logs or error texts. It answers the benchmark's
+ * Mounts (5 KV objects, pod tokens from the driver) and nothing else.
+ *
+ * What it costs per Mount and the overhead it leaves are what Node and these libraries cost on
+ * this machine; ours minus the floor is what the provider's own work costs. It is a measuring
+ * stick for `npm run bench`, not a provider: it skips every check a real one must make.
+ *
+ *   node dist/bench/floor-provider.js -endpoint=/path/vault.sock [other flags, ignored]
+ */
+import * as grpc from '@grpc/grpc-js'
+import { Pool } from 'undici'
+import { parse } from 'yaml'
+import { loadProviderClient } from '../src/server/proto.js'
+
+interface FloorObject {
+  objectName: string
+  secretPath: string
+  secretKey: string
+}
+
+interface MountRequest {
+  attributes: string
+}
+
+const pools = new Map<string, Pool>()
+/** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
+const tokens = new Map<string, Promise<string>>()
+
+function pool(address: string): Pool {
+  let p = pools.get(address)
+  if (p === undefined) {
+    p = new Pool(address, { connections: 64 })
+    pools.set(address, p)
+  }
+  return p
+}
+
+async function vault(address: string, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
+  const res = await pool(address).request({
+    method,
+    path: `/v1/${path}`,
+    headers: { ...(token ? { 'x-vault-token': token } : {}), 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const answer = (await res.body.json()) as Record<string, unknown>
+  if (res.statusCode !== 200) throw new Error(`Vault answered ${res.statusCode} to ${method} ${path}`)
+  return answer
+}
+
+function login(address: string, mount: string, role: string, jwt: string): Promise<string> {
+  let t = tokens.get(jwt)
+  if (t === undefined) {
+    t = vault(address, 'POST', `auth/${mount}/login`, undefined, { role, jwt }).then(
+      (a) => (a['auth'] as { client_token: string }).client_token,
+    )
+    tokens.set(jwt, t)
+  }
+  return t
+}
+
+async function mount(req: MountRequest): Promise<object> {
+  const attrs = JSON.parse(req.attributes) as Record<string, string>
+  const address = attrs['vaultAddress']!
+  const jwt = (JSON.parse(attrs['csi.storage.k8s.io/serviceAccount.tokens']!) as { vault: { token: string } }).vault
+    .token
+  const token = await login(address, attrs['vaultKubernetesMountPath'] ?? 'kubernetes', attrs['roleName']!, jwt)
+  const objects = parse(attrs['objects']!) as FloorObject[]
+  const files = await Promise.all(
+    objects.map(async (o) => {
+      const answer = await vault(address, 'GET', o.secretPath, token)
+      const data = (answer['data'] as { data: Record<string, unknown> }).data
+      return { path: o.objectName, mode: 0o644, contents: Buffer.from(String(data[o.secretKey])) }
+    }),
+  )
+  return { object_version: objects.map((o) => ({ id: o.objectName, version: '0' })), files }
+}
+
+function main(): void {
+  const endpoint = process.argv.find((a) => a.startsWith('-endpoint='))?.slice('-endpoint='.length)
+  if (endpoint === undefined) throw new Error('usage: floor-provider.js -endpoint=<socket path>')
+  const server = new grpc.Server()
+  server.addService(loadProviderClient().service, {
+    Version: (_call: unknown, cb: grpc.sendUnaryData<object>) =>
+      cb(null, { version: 'v1alpha1', runtimeName: 'floor', runtimeVersion: '0' }),
+    Mount: (call: grpc.ServerUnaryCall<MountRequest, object>, cb: grpc.sendUnaryData<object>) => {
+      mount(call.request).then(
+        (r) => cb(null, r),
+        (err: unknown) => cb({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) }),
+      )
+    },
+  })
+  server.bindAsync(`unix://${endpoint}`, grpc.ServerCredentials.createInsecure(), (err) => {
+    if (err) throw err
+  })
+  process.once('SIGTERM', () => server.tryShutdown(() => process.exit(0)))
+}
+
+main()
