@@ -54,14 +54,26 @@ async function openFds(): Promise<number> {
  */
 const KEEP_ALIVE_CLOSED_MS = 4_000 + 2_000
 
-async function settle(): Promise<{ rss: number; fds: number; heap: number }> {
+async function settle(): Promise<{ rss: number; fds: number; heap: number; external: number }> {
   // Let keep-alive sockets and timers wind down, then collect twice.
   await new Promise((r) => setTimeout(r, KEEP_ALIVE_CLOSED_MS))
   gc()
   await new Promise((r) => setTimeout(r, 200))
   gc()
-  return { rss: rssBytes(), fds: await openFds(), heap: process.memoryUsage().heapUsed }
+  const m = process.memoryUsage()
+  return { rss: rssBytes(), fds: await openFds(), heap: m.heapUsed, external: m.external }
 }
+
+/**
+ * The leak criterion is what the program holds: V8's heap in use plus memory outside it that
+ * JavaScript objects own (`external`: Buffers, ArrayBuffers, native handles), within 10 %. RSS is
+ * only a coarse guard (within 50 %): it is this test process's, which also holds tap, the
+ * TypeScript loader and coverage, and the C allocator keeps freed memory. One CI run on a loaded
+ * machine (the soak took 151 s instead of 15-17) measured RSS 254.6 -> 311.7 MiB (+22 %) with the
+ * heap flat (59.6 -> 59.9 MiB).
+ */
+const HELD_GROWTH = 1.1
+const RSS_GROWTH = 1.5
 
 t.test(`slow: soak, ${TOTAL} Mounts of mixed SecretProviderClasses`, async (t) => {
   const bao = await startOpenBao()
@@ -225,9 +237,14 @@ t.test(`slow: soak, ${TOTAL} Mounts of mixed SecretProviderClasses`, async (t) =
   t.equal(service.mountsInFlight, 0)
   const cached = pool.cachedSecrets
   t.comment(`cached secrets after the soak: ${cached.entries} entries, ${cached.bytes} bytes`)
+  const held = (m: { heap: number; external: number }): number => m.heap + m.external
   t.ok(
-    after.rss <= baseline.rss * 1.1,
-    `RSS ${mib(after.rss)} MiB after vs ${mib(baseline.rss)} MiB baseline (within 10 %)`,
+    held(after) <= held(baseline) * HELD_GROWTH,
+    `V8 heap + external ${mib(held(after))} MiB after vs ${mib(held(baseline))} MiB baseline (within 10 %)`,
+  )
+  t.ok(
+    after.rss <= baseline.rss * RSS_GROWTH,
+    `RSS ${mib(after.rss)} MiB after vs ${mib(baseline.rss)} MiB baseline (within 50 %)`,
   )
   t.ok(
     after.fds <= Math.ceil(baseline.fds * 1.1),
@@ -236,7 +253,8 @@ t.test(`slow: soak, ${TOTAL} Mounts of mixed SecretProviderClasses`, async (t) =
   t.comment(
     `soak: ${TOTAL} Mounts (+${WARMUP} warm-up) in ${seconds.toFixed(0)} s (${(TOTAL / seconds).toFixed(0)}/s), ` +
       `outcomes ${JSON.stringify(Object.fromEntries(tally))}; RSS ${mib(baseline.rss)} → ${mib(after.rss)} MiB ` +
-      `(peak ${mib(peakRss)}), heap ${mib(baseline.heap)} → ${mib(after.heap)} MiB, fds ${baseline.fds} → ${after.fds}, ` +
+      `(peak ${mib(peakRss)}), heap ${mib(baseline.heap)} → ${mib(after.heap)} MiB, ` +
+      `external ${mib(baseline.external)} → ${mib(after.external)} MiB, fds ${baseline.fds} → ${after.fds}, ` +
       `sessions ${pool.size}/${CACHE_SIZE}`,
   )
 
