@@ -3,8 +3,8 @@
  * runtime parts ours uses (grpc-js with the same codecs on a unix socket, undici to Vault, the
  * yaml package for `objects`) and none of the provider's own work: no validation, limits, caches
  * but the pod's Vault token and the parsed `objects` (both of which ours caches too), retries,
- * metrics, logs or error texts. It answers the benchmark's
- * Mounts (5 KV objects, pod tokens from the driver) and nothing else.
+ * metrics, logs or error texts. It answers the benchmark's Mounts (5 KV objects, pod tokens from
+ * the driver) and nothing else.
  *
  * What it costs per Mount and the overhead it leaves are what Node and these libraries cost on
  * this machine; ours minus the floor is what the provider's own work costs. It is a measuring
@@ -61,6 +61,8 @@ function login(address: string, mount: string, role: string, jwt: string): Promi
       (a) => (a['auth'] as { client_token: string }).client_token,
     )
     tokens.set(jwt, t)
+    // A refused login is not kept: the pod's next Mount logs in again.
+    t.catch(() => tokens.delete(jwt))
   }
   return t
 }

@@ -96,12 +96,14 @@ export function cpuMsFromStat(stat: string, ticksPerSec = CLK_TCK): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSec
 }
 
-/** CPU time of any process so far (utime + stime), in ms; NaN when it cannot be read (it has exited). */
+/** CPU time of a process so far (utime + stime), in ms; throws when it cannot be read. */
+async function readCpuMs(pid: number): Promise<number> {
+  return cpuMsFromStat(await readFile(`/proc/${pid}/stat`, 'utf8'))
+}
+
+/** The same for any process (OpenBao), NaN when it cannot be read (it has exited): the report shows n/a. */
 export async function processCpuMs(pid: number): Promise<number> {
-  return readFile(`/proc/${pid}/stat`, 'utf8').then(
-    (stat) => cpuMsFromStat(stat),
-    () => NaN,
-  )
+  return readCpuMs(pid).catch(() => NaN)
 }
 
 /** The machine's CPU time so far, all CPUs summed, from the first line of /proc/stat, in ms. */
@@ -263,9 +265,7 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
         clearTimeout(t)
       }
     },
-    async cpuMs() {
-      return cpuMsFromStat(await readFile(`/proc/${pid}/stat`, 'utf8'))
-    },
+    cpuMs: () => readCpuMs(pid),
     async memory() {
       return memoryFromStatus(await readFile(`/proc/${pid}/status`, 'utf8'))
     },

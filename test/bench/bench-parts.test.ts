@@ -1,5 +1,6 @@
 // The benchmark's pure parts: options, the reference's flag names, CPU time from
-// /proc/<pid>/stat and /proc/stat, memory from /proc/<pid>/status and the fleet projection. No processes, no timings.
+// /proc/<pid>/stat and /proc/stat, memory from /proc/<pid>/status and the fleet projection.
+// No processes started, no timings.
 import t from 'tap'
 import { project, perNode, projections, PROJECTION } from '../../bench/economy.js'
 import type { FleetResult } from '../../bench/fleet.js'
