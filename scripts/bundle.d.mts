@@ -5,3 +5,9 @@ export declare const DAEMON_ENTRY: string
 export declare const DAEMON_BUNDLE: string
 /** Builds the bundle (into `outfile`, default DAEMON_BUNDLE under the package root). */
 export declare function bundle(outfile?: string): Promise<{ warnings: Message[]; metafile: Metafile }>
+/** The packages inside the bundle (with what they require): those the daemon loads before its socket serves. */
+export declare const EAGER_PACKAGES: readonly string[]
+/** The package a bare import names: `@scope/name/...` or `name/...`. */
+export declare function packageOf(spec: string): string
+/** Packages an eager package requires only on paths the daemon never takes: left outside the bundle. */
+export declare const NEVER_LOADED_DEPENDENCIES: readonly string[]

@@ -1,10 +1,12 @@
 // Writes dist/daemon.js: the daemon (tsc's dist/src/main.js and the modules it imports) joined into
 // one ES module by esbuild, with its source map dist/daemon.js.map (mapped through tsc's maps to
-// src/*.ts). The image runs it. Why: Node resolves, reads, compiles and links each ES module on its
+// src/*.ts). The image runs it. Why: Node resolves, reads, compiles and links each module on its
 // own, and the daemon's ~60 modules cost ~35–45 ms of every start (npm run bench, footprint).
-// Packages stay outside the file, loaded from node_modules as before: bundling them too started
-// faster still but held ~25 MiB more after the first Mounts (undici, yaml and node-vault must stay
-// lazy; docs/architecture.md).
+// The packages the daemon loads before its socket serves (EAGER_PACKAGES: gRPC, the logger, the
+// LRU) go into the file too, with the packages they require: ~100 files Node would otherwise
+// resolve and read one by one, 20–50 ms of every start. Every other package stays outside, loaded
+// from node_modules when first needed: bundling all of them held ~25 MiB more after the first
+// Mounts (undici, yaml and node-vault must stay lazy; docs/architecture.md).
 //
 //   node scripts/bundle.mjs      (npm run build runs it after tsc)
 import path from 'node:path'
@@ -37,6 +39,45 @@ const builtinsByRequire = {
     }))
   },
 }
+/**
+ * The packages inside the bundle: each is loaded before the socket serves whatever the daemon does
+ * (src/server, src/observability/logger.ts, the caches). A package imported by our modules and not
+ * listed here stays an import resolved at run time from node_modules.
+ */
+export const EAGER_PACKAGES = ['@grpc/grpc-js', 'pino', 'lru-cache']
+
+/**
+ * Packages an eager package requires only on a path the daemon never takes: they stay outside, so
+ * that V8 does not parse their code at every start. grpc-js loads proto-loader (and with it the
+ * full protobufjs, ~0.5 MB of source) only to build channelz's service definition.
+ */
+export const NEVER_LOADED_DEPENDENCIES = ['@grpc/proto-loader']
+
+/** The package a bare import names: `@scope/name/...` or `name/...`. */
+export const packageOf = (spec) =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/')
+
+/**
+ * Our modules' imports of packages not in EAGER_PACKAGES stay external; the eager packages, and
+ * whatever they require in turn (but NEVER_LOADED_DEPENDENCIES), are resolved by esbuild and go
+ * into the file.
+ */
+const eagerPackagesOnly = {
+  name: 'eager-packages-only',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('node:')) return undefined
+      const pkg = packageOf(args.path)
+      if (NEVER_LOADED_DEPENDENCIES.includes(pkg)) return { path: args.path, external: true }
+      if (args.importer.includes(`${path.sep}node_modules${path.sep}`)) return undefined
+      return EAGER_PACKAGES.includes(pkg) ? undefined : { path: args.path, external: true }
+    })
+  },
+}
+
 const BANNER =
   "import { createRequire as __vcpCreateRequire } from 'node:module'\nconst require = __vcpCreateRequire(import.meta.url)"
 
@@ -50,8 +91,6 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     entryPoints: [DAEMON_ENTRY],
     outfile,
     bundle: true,
-    // Every package (node_modules) stays an import resolved at run time, exactly as tsc's output does.
-    packages: 'external',
     platform: 'node',
     format: 'esm',
     // The oldest Node the package supports (package.json engines): nothing is down-levelled below it.
@@ -59,7 +98,7 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     // Not minified: stack traces keep the functions' names, and the map leads back to src/.
     sourcemap: 'linked',
     legalComments: 'none',
-    plugins: [builtinsByRequire],
+    plugins: [builtinsByRequire, eagerPackagesOnly],
     banner: { js: BANNER },
     logLevel: 'silent',
     metafile: true,

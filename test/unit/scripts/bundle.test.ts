@@ -3,20 +3,20 @@ import { readFile } from 'node:fs/promises'
 import { builtinModules } from 'node:module'
 import { join } from 'node:path'
 import t from 'tap'
-import { DAEMON_BUNDLE, DAEMON_ENTRY, bundle } from '../../../scripts/bundle.mjs'
+import {
+  DAEMON_BUNDLE,
+  DAEMON_ENTRY,
+  EAGER_PACKAGES,
+  NEVER_LOADED_DEPENDENCIES,
+  bundle,
+  packageOf,
+} from '../../../scripts/bundle.mjs'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
 import { makeTempDir } from '../../support/tmp.js'
 
 const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>
 }
-
-/** The package a bare import names: `@scope/name/...` or `name/...`. */
-const packageOf = (spec: string): string =>
-  spec
-    .split('/')
-    .slice(0, spec.startsWith('@') ? 2 : 1)
-    .join('/')
 
 t.test('dist/daemon.js is the bundle of the current dist/src (npm run build writes both)', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
@@ -39,31 +39,56 @@ t.test('Node’s built-ins are required, not imported: no ES facade runs their l
   t.match(text, /__require\("node:http"\)/, 'node:http through require()')
 })
 
-t.test('the bundle holds only our modules and imports only production packages and Node built-ins', async (t) => {
+t.test('the bundle holds our modules and the packages loaded before the socket serves, and no other', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
   const { metafile } = await bundle(join(tmp.path, 'daemon.js'))
   const inputs = Object.keys(metafile.inputs)
   t.ok(inputs.includes(DAEMON_ENTRY), `${DAEMON_ENTRY} is the entry`)
+  const fromPackages = inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:'))
   t.same(
-    inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:')),
+    fromPackages.filter((f) => !f.startsWith('node_modules/')),
     [],
-    'no package is copied into it (they load from node_modules, lazily where the source says so)',
+    'everything else in it comes from node_modules',
   )
+  const bundled = new Set(fromPackages.map((f) => packageOf(f.slice('node_modules/'.length))))
+  for (const p of EAGER_PACKAGES) t.ok(bundled.has(p), `${p} is inside (it loads before the socket serves)`)
+  for (const p of ['undici', 'node-vault', 'yaml', 'mustache', 'prom-client', 'axios']) {
+    t.notOk(bundled.has(p), `${p} is not inside (it loads when first needed, or never)`)
+  }
   t.ok(inputs.includes('builtin:node:http'), 'Node’s built-ins go through the require() stand-ins')
   t.notOk(
     inputs.some((f) => f.startsWith('dist/src/cli/')),
     'the CLI is not part of the daemon',
   )
   const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith('.js'))?.[1]
-  const imported = output!.imports.map((i) => i.path)
   const builtins = new Set(builtinModules)
-  const packages = imported.filter((p) => !p.startsWith('node:') && !builtins.has(p)).map(packageOf)
-  t.ok(packages.includes('@grpc/grpc-js'), 'imports what it serves with')
+  const packages = output!.imports
+    .map((i) => i.path)
+    .filter((p) => !p.startsWith('node:') && !builtins.has(p))
+    .map(packageOf)
+  // The image installs production dependencies with theirs: what an eager package requires is there.
+  const eagerDependencies = new Set<string>()
+  for (const p of EAGER_PACKAGES) {
+    const manifest = JSON.parse(await readFile(join(PACKAGE_ROOT, 'node_modules', p, 'package.json'), 'utf8')) as {
+      dependencies?: Record<string, string>
+    }
+    for (const d of Object.keys(manifest.dependencies ?? {})) eagerDependencies.add(d)
+  }
+  for (const p of NEVER_LOADED_DEPENDENCIES) {
+    t.ok(eagerDependencies.has(p), `${p} is a dependency of an eager package (installed with it)`)
+    t.notOk(bundled.has(p), `${p} is not inside (never loaded by the daemon)`)
+  }
+  t.notOk(bundled.has('protobufjs'), 'no protobufjs inside (proto/messages.cjs loads protobufjs/minimal, no parser)')
   t.same(
-    [...new Set(packages)].filter((p) => !(p in pkg.dependencies)),
+    [...new Set(packages)].filter((p) => !(p in pkg.dependencies) && !NEVER_LOADED_DEPENDENCIES.includes(p)),
     [],
     'every package it imports is a production dependency (the image has no others)',
+  )
+  t.same(
+    [...new Set(packages)].filter((p) => EAGER_PACKAGES.includes(p)),
+    [],
+    'no eager package is also imported from node_modules (one copy of each)',
   )
   const lazy = output!.imports.filter((i) => i.kind === 'dynamic-import').map((i) => packageOf(i.path))
   t.ok(lazy.includes('undici') && lazy.includes('node-vault'), 'undici and node-vault stay lazy (first Mount)')
