@@ -22,6 +22,8 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
+# proto/messages.cjs (the gRPC messages' code, package.json's "#proto-messages") goes into the bundle.
+COPY proto ./proto
 RUN npx tsc -p tsconfig.json --outDir dist && node scripts/bundle.mjs
 
 # ---- deps: production dependencies only
@@ -54,7 +56,8 @@ COPY --from=deps /app/node_modules ./node_modules
 # (node dist/src/cli/main.js).
 COPY --from=build /app/dist/daemon.js /app/dist/daemon.js.map ./dist/
 COPY --from=build /app/dist/src ./dist/src
-# proto/messages.cjs: the gRPC messages' code, generated from the .proto files beside it.
+# proto/messages.cjs: the gRPC messages' code, generated from the .proto files beside it (the CLI,
+# dist/src, loads it through package.json's "#proto-messages"; the daemon has it inside dist/daemon.js).
 COPY proto ./proto
 COPY package.json ./
 RUN mkdir .compile-cache && chown 65532:65532 .compile-cache

@@ -3,8 +3,8 @@
 // src/*.ts). The image runs it. Why: Node resolves, reads, compiles and links each module on its
 // own, and the daemon's ~60 modules cost ~35–45 ms of every start (npm run bench, footprint).
 // The packages the daemon loads before its socket serves (EAGER_PACKAGES: gRPC, the logger, the
-// LRU) go into the file too, with the packages they require: ~100 files Node would otherwise
-// resolve and read one by one, 20–50 ms of every start. Every other package stays outside, loaded
+// LRU; and the gRPC messages' code with protobufjs/minimal) go into the file too, with the packages
+// they require: ~115 files Node would otherwise resolve and read one by one, 45–50 ms of every start. Every other package stays outside, loaded
 // from node_modules when first needed: bundling all of them held ~25 MiB more after the first
 // Mounts (undici, yaml and node-vault must stay lazy; docs/architecture.md).
 //
@@ -40,11 +40,16 @@ const builtinsByRequire = {
   },
 }
 /**
- * The packages inside the bundle: each is loaded before the socket serves whatever the daemon does
- * (src/server, src/observability/logger.ts, the caches). A package imported by our modules and not
- * listed here stays an import resolved at run time from node_modules.
+ * The packages our modules import that go inside the bundle: each is loaded before the socket
+ * serves whatever the daemon does (src/server, src/observability/logger.ts, the caches). A package
+ * imported by our modules and not listed here stays an import resolved at run time from
+ * node_modules. The gRPC messages' code (proto/messages.cjs, imported as `#proto-messages`) comes in
+ * too, with the protobufjs/minimal it requires.
  */
 export const EAGER_PACKAGES = ['@grpc/grpc-js', 'pino', 'lru-cache']
+
+/** tsc's output of our modules: their imports of packages are the ones sorted by EAGER_PACKAGES. */
+const OUR_MODULES = path.join(root, 'dist', 'src') + path.sep
 
 /**
  * Packages an eager package requires only on a path the daemon never takes: they stay outside, so
@@ -68,11 +73,12 @@ export const packageOf = (spec) =>
 const eagerPackagesOnly = {
   name: 'eager-packages-only',
   setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, (args) => {
+    b.onResolve({ filter: /^[^./#]/ }, (args) => {
       if (args.path.startsWith('node:')) return undefined
       const pkg = packageOf(args.path)
       if (NEVER_LOADED_DEPENDENCIES.includes(pkg)) return { path: args.path, external: true }
-      if (args.importer.includes(`${path.sep}node_modules${path.sep}`)) return undefined
+      // What a file already inside requires (a package, proto/messages.cjs) comes in with it.
+      if (!args.importer.startsWith(OUR_MODULES)) return undefined
       return EAGER_PACKAGES.includes(pkg) ? undefined : { path: args.path, external: true }
     })
   },

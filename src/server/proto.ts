@@ -11,10 +11,11 @@
  * proto-loader, the full protobufjs and its reflection cost about 4 MiB RSS
  * and 50 ms CPU of every start.
  */
-import { createRequire } from 'node:module'
 import path from 'node:path'
 import * as grpc from '@grpc/grpc-js'
-import { PROTO_DIR } from '../package-info.js'
+// proto/messages.cjs, named through package.json's "imports" so that src/ and dist/src/ reach the same
+// file, and so that esbuild takes it (and protobufjs/minimal) into dist/daemon.js (scripts/bundle.mjs).
+import generatedMessages from '#proto-messages'
 
 export const PROVIDER_PROTO = path.join('v1alpha1', 'service.proto')
 export const HEALTH_PROTO = path.join('grpc', 'health', 'v1', 'health.proto')
@@ -45,11 +46,8 @@ interface Messages {
   grpc: { health: { v1: Record<'HealthCheckRequest' | 'HealthCheckResponse', MessageClass> } }
 }
 
-// A CommonJS file read through require(): an ESM import could not resolve the
-// bare `protobufjs/minimal` it asks for. require() caches it, so every load
-// after the first is a lookup.
 function messages(): Messages {
-  return createRequire(import.meta.url)(path.join(PROTO_DIR, 'messages.cjs')) as Messages
+  return generatedMessages as Messages
 }
 
 // The same calls proto-loader's createSerializer/createDeserializer make.

@@ -48,10 +48,12 @@ t.test('the bundle holds our modules and the packages loaded before the socket s
   const fromPackages = inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:'))
   t.same(
     fromPackages.filter((f) => !f.startsWith('node_modules/')),
-    [],
-    'everything else in it comes from node_modules',
+    ['proto/messages.cjs'],
+    'everything else in it comes from node_modules, but the gRPC messages’ generated code',
   )
-  const bundled = new Set(fromPackages.map((f) => packageOf(f.slice('node_modules/'.length))))
+  const bundled = new Set(
+    fromPackages.filter((f) => f.startsWith('node_modules/')).map((f) => packageOf(f.slice('node_modules/'.length))),
+  )
   for (const p of EAGER_PACKAGES) t.ok(bundled.has(p), `${p} is inside (it loads before the socket serves)`)
   for (const p of ['undici', 'node-vault', 'yaml', 'mustache', 'prom-client', 'axios']) {
     t.notOk(bundled.has(p), `${p} is not inside (it loads when first needed, or never)`)
@@ -79,7 +81,12 @@ t.test('the bundle holds our modules and the packages loaded before the socket s
     t.ok(eagerDependencies.has(p), `${p} is a dependency of an eager package (installed with it)`)
     t.notOk(bundled.has(p), `${p} is not inside (never loaded by the daemon)`)
   }
-  t.notOk(bundled.has('protobufjs'), 'no protobufjs inside (proto/messages.cjs loads protobufjs/minimal, no parser)')
+  t.ok(bundled.has('protobufjs'), 'protobufjs/minimal is inside (the messages’ code requires it)')
+  t.same(
+    inputs.filter((f) => /^node_modules\/protobufjs\/src\/(parse|tokenize|root|type)\.js$/.test(f)),
+    [],
+    'but not its .proto parser or reflection (they come only with proto-loader)',
+  )
   t.same(
     [...new Set(packages)].filter((p) => !(p in pkg.dependencies) && !NEVER_LOADED_DEPENDENCIES.includes(p)),
     [],
