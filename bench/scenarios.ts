@@ -19,7 +19,7 @@ import { AFTER_IDLE_MOUNTS } from './options.js'
 import {
   OUR_MAIN,
   OUR_NODE_BIN,
-  imageEntrypoint,
+  productionNodeFlags,
   machineCpu,
   processCpuMs,
   startProviderUnderTest,
@@ -107,16 +107,6 @@ function hmacGets(world: World): number {
   return world.kubeTls.calls.filter((c) => c.method === 'GET' && c.path.includes('/secrets/')).length
 }
 
-/**
- * The V8 flags the image runs the daemon with (the Dockerfile's ENTRYPOINT, between `node` and
- * the script), so footprint figures are those of production. BENCH_NODE_FLAGS overrides them.
- */
-function productionNodeFlags(): string[] {
-  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
-  return imageEntrypoint()
-    .slice(1)
-    .filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
-}
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 
 /**
