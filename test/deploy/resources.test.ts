@@ -1,10 +1,12 @@
 // The DaemonSet's memory figures come from the daemon's measured RSS: idle after start-up,
 // and the high-water mark after a burst of Mounts from many distinct pods (each its own
 // Vault login and cached session). This test measures both again, prints them, and fails
-// when the manifest no longer leaves the headroom its comment promises.
+// when the manifest no longer leaves the headroom its comment promises. The daemon runs as
+// the image runs it: with the V8 heap flags of the Dockerfile's ENTRYPOINT.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { productionNodeFlags } from '../../bench/providers.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { Fixture } from '../support/fixture.js'
 import { parseYamlDocuments, type K8sObject } from '../support/manifests.js'
@@ -55,7 +57,12 @@ t.test('memory request and limit cover the measured RSS', async (t) => {
   const requestMiB = quantityMiB(provider.resources.requests.memory)
   const limitMiB = quantityMiB(provider.resources.limits.memory)
 
-  const fx = await Fixture.start({ logLevel: 'info' })
+  const nodeArgs = productionNodeFlags()
+  t.ok(
+    nodeArgs.some((f) => f.startsWith('--max-old-space-size=')),
+    `the image's heap flags: ${nodeArgs.join(' ')}`,
+  )
+  const fx = await Fixture.start({ logLevel: 'info', nodeArgs })
   t.teardown(() => fx.stop())
   await fx.kvPut('rss/app', { password: 'p'.repeat(64), user: 'app', cert: 'c'.repeat(4096) })
 
@@ -93,7 +100,7 @@ t.test('memory request and limit cover the measured RSS', async (t) => {
   t.comment(
     `RSS idle ${idle.rssMiB.toFixed(1)} MiB; after ${BURST_MOUNTS} Mounts from ${BURST_PODS} pods ` +
       `(${CONCURRENCY} at a time, ${burstMs} ms): VmRSS ${after.rssMiB.toFixed(1)} MiB, VmHWM ${after.hwmMiB.toFixed(1)} MiB; ` +
-      `manifest request ${requestMiB} MiB, limit ${limitMiB} MiB (Node ${process.versions.node})`,
+      `manifest request ${requestMiB} MiB, limit ${limitMiB} MiB (Node ${process.versions.node}, ${nodeArgs.join(' ')})`,
   )
   t.ok(requestMiB >= idle.rssMiB, `request (${requestMiB} MiB) covers the idle RSS (${idle.rssMiB.toFixed(1)} MiB)`)
   t.ok(

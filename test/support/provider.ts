@@ -17,6 +17,8 @@ export interface StartProviderOptions {
   socketDir?: string
   /** Extra flags. */
   args?: string[]
+  /** Node's own flags, before the script (e.g. the image's heap flags). */
+  nodeArgs?: string[]
   /** Extra environment (the process gets a clean one: PATH and HOME only). */
   env?: Record<string, string>
   /** Default trace: the log-hygiene checks then cover every level. */
@@ -69,7 +71,7 @@ export async function startProvider(opts: StartProviderOptions = {}): Promise<Pr
     ...(opts.hmacKeyFile === '' ? [] : [`-hmac-key-file=${opts.hmacKeyFile ?? join(socketDir, 'hmac.key')}`]),
     ...(opts.args ?? []),
   ]
-  const child = spawn(process.execPath, args, {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...args], {
     stdio: ['ignore', fd, fd],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...(opts.env ?? {}) },
   })
