@@ -4,9 +4,10 @@
 // own, and the daemon's ~60 modules cost ~35–45 ms of every start (npm run bench, footprint).
 // The packages the daemon loads before its socket serves (EAGER_PACKAGES: gRPC, the logger, the
 // LRU; and the gRPC messages' code with protobufjs/minimal) go into the file too, with the packages
-// they require: ~115 files Node would otherwise resolve and read one by one, 45–50 ms of every start. Every other package stays outside, loaded
-// from node_modules when first needed: bundling all of them held ~25 MiB more after the first
-// Mounts (undici, yaml and node-vault must stay lazy; docs/architecture.md).
+// they require: ~115 files Node would otherwise resolve and read one by one, 45–50 ms of every
+// start. Every other package stays outside, loaded from node_modules when first needed: bundling
+// all of them held ~25 MiB more after the first Mounts (undici, yaml and node-vault must stay lazy;
+// docs/architecture.md).
 //
 //   node scripts/bundle.mjs      (npm run build runs it after tsc)
 import path from 'node:path'
@@ -103,6 +104,8 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     target: 'node20',
     // Not minified: stack traces keep the functions' names, and the map leads back to src/.
     sourcemap: 'linked',
+    // The packages inside are production dependencies (or theirs): the image installs them in
+    // node_modules as well, with their licence files.
     legalComments: 'none',
     plugins: [builtinsByRequire, eagerPackagesOnly],
     banner: { js: BANNER },
