@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { loadUndici } from '../src/http/undici.js'
 import { PACKAGE_ROOT } from '../src/package-info.js'
-import { productionNodeFlags } from './providers.js'
+import { memoryFromStatus, productionNodeFlags } from './providers.js'
 
 export const CLIENT_KINDS = ['undici', 'node:http'] as const
 export type ClientKind = (typeof CLIENT_KINDS)[number]
@@ -46,11 +46,6 @@ const ANSWER = JSON.stringify({
   warnings: null,
   auth: null,
 })
-
-function statusMiB(key: string): number {
-  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))
-  return m ? Number(m[1]) / 1024 : NaN
-}
 
 type OneRequest = () => Promise<unknown>
 
@@ -117,12 +112,13 @@ async function child(kind: ClientKind, origin: string, requests: number): Promis
   await runRequests(one, requests)
   const used = process.cpuUsage(before)
   await new Promise((r) => setTimeout(r, IDLE_MS))
+  const memory = memoryFromStatus(readFileSync('/proc/self/status', 'utf8'))
   const figures: ClientFigures = {
     kind,
     node: process.versions.node,
     cpuUsPerRequest: (used.user + used.system) / requests,
-    rssMiB: statusMiB('VmRSS'),
-    hwmMiB: statusMiB('VmHWM'),
+    rssMiB: memory.rssKiB / 1024,
+    hwmMiB: memory.hwmKiB / 1024,
   }
   process.stdout.write(`${JSON.stringify(figures)}\n`)
   process.exit(0)

@@ -36,15 +36,17 @@ export function imageEnv(name: string): string | undefined {
   return [...runtime.matchAll(/^ENV\s+(\w+)=(\S+)\s*$/gm)].filter((m) => m[1] === name).at(-1)?.[2]
 }
 
-/**
- * The V8 flags the image runs the daemon with (the Dockerfile's ENTRYPOINT, between `node` and
- * the script), so footprint figures are those of production. BENCH_NODE_FLAGS overrides them.
- */
-export function productionNodeFlags(): string[] {
-  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
+/** The V8 flags the image runs the daemon with: the Dockerfile's ENTRYPOINT, between `node` and the script. */
+export function imageNodeFlags(): string[] {
   return imageEntrypoint()
     .slice(1)
     .filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
+}
+
+/** The flags the benchmark runs ours with, so footprint figures are those of production; BENCH_NODE_FLAGS overrides them. */
+export function productionNodeFlags(): string[] {
+  if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
+  return imageNodeFlags()
 }
 /** What the image runs (the script of the Dockerfile's ENTRYPOINT), unless VCP_PROVIDER_MAIN names another build. */
 export const OUR_MAIN = process.env['VCP_PROVIDER_MAIN'] ?? join(PACKAGE_ROOT, imageEntrypoint().at(-1)!)

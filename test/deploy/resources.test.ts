@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { productionNodeFlags } from '../../bench/providers.js'
+import { imageNodeFlags, memoryFromStatus } from '../../bench/providers.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { Fixture } from '../support/fixture.js'
 import { parseYamlDocuments, type K8sObject } from '../support/manifests.js'
@@ -22,13 +22,8 @@ interface Rss {
 }
 
 async function rssOf(pid: number): Promise<Rss> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  const kib = (key: string): number => {
-    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)
-    if (!m) throw new Error(`${key} missing from /proc/${pid}/status`)
-    return Number(m[1]) / 1024
-  }
-  return { rssMiB: kib('VmRSS'), hwmMiB: kib('VmHWM') }
+  const m = memoryFromStatus(await readFile(`/proc/${pid}/status`, 'utf8'))
+  return { rssMiB: m.rssKiB / 1024, hwmMiB: m.hwmKiB / 1024 }
 }
 
 /** Kubernetes quantity (Mi, Gi, M, plain bytes) in MiB. */
@@ -57,7 +52,7 @@ t.test('memory request and limit cover the measured RSS', async (t) => {
   const requestMiB = quantityMiB(provider.resources.requests.memory)
   const limitMiB = quantityMiB(provider.resources.limits.memory)
 
-  const nodeArgs = productionNodeFlags()
+  const nodeArgs = imageNodeFlags()
   t.ok(
     nodeArgs.some((f) => f.startsWith('--max-old-space-size=')),
     `the image's heap flags: ${nodeArgs.join(' ')}`,
