@@ -13,7 +13,8 @@ import { execFileSync } from 'node:child_process'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { BAO_BIN } from '../test/support/openbao.js'
 import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js'
-import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN, imageEnv } from './providers.js'
+import { imageEnv } from '../test/support/image.js'
+import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN } from './providers.js'
 import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
 import {
   floorVariant,

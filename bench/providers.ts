@@ -13,35 +13,14 @@
 // process's namespace changes. KUBERNETES_SERVICE_HOST/PORT name the same
 // HTTPS front.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { existsSync, openSync, closeSync, readFileSync } from 'node:fs'
+import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { freePort } from '../test/support/ports.js'
+import { imageEntrypoint, imageNodeFlags } from '../test/support/image.js'
 import { canConnect } from '../test/support/provider.js'
 import { nowMs } from './proxy.js'
-
-/** The image's ENTRYPOINT (Dockerfile) as argv: `node`, V8 flags, the daemon's script. */
-export function imageEntrypoint(): string[] {
-  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
-  if (!m) throw new Error('Dockerfile: no exec-form ENTRYPOINT')
-  return JSON.parse(m[1]!) as string[]
-}
-
-/** The value of an `ENV NAME=value` line of the Dockerfile's runtime stage (the last one), or undefined. */
-export function imageEnv(name: string): string | undefined {
-  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
-  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
-  return [...runtime.matchAll(/^ENV\s+(\w+)=(\S+)\s*$/gm)].filter((m) => m[1] === name).at(-1)?.[2]
-}
-
-/** The V8 flags the image runs the daemon with: the Dockerfile's ENTRYPOINT, between `node` and the script. */
-export function imageNodeFlags(): string[] {
-  return imageEntrypoint()
-    .slice(1)
-    .filter((a) => a.startsWith('--') && a !== '--enable-source-maps')
-}
 
 /** The flags the benchmark runs ours with, so footprint figures are those of production; BENCH_NODE_FLAGS overrides them. */
 export function productionNodeFlags(): string[] {

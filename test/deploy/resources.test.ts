@@ -6,9 +6,10 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { imageNodeFlags, memoryFromStatus } from '../../bench/providers.js'
+import { memoryFromStatus } from '../../bench/providers.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { Fixture } from '../support/fixture.js'
+import { imageNodeFlags } from '../support/image.js'
 import { parseYamlDocuments, type K8sObject } from '../support/manifests.js'
 
 /** Mounts in the burst, and distinct pod identities among them. */

@@ -17,6 +17,7 @@ import type { Test } from 'tap'
 import { parse as parseYaml } from 'yaml'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import type { HostConfig, HostKind, HostMessage, RecordedRequest } from './adversary-hosts.js'
+import { imageNodeFlags } from './image.js'
 import type { VictimConfig, VictimReply, VictimSample } from './adversary-victim.js'
 import type { GrpcMountResult } from './grpc-client.js'
 import { signServiceAccountJwt } from './jwt.js'
@@ -25,15 +26,6 @@ import { startProvider, type ProviderProcess, type StartProviderOptions } from '
 const MiB = 1024 * 1024
 
 // ---------------------------------------------------------------- production settings
-
-/** The V8 flags of the image's ENTRYPOINT (Dockerfile), e.g. --max-old-space-size=128. */
-export function imageNodeFlags(): string[] {
-  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
-  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(dockerfile)
-  if (!m) throw new Error('Dockerfile has no exec-form ENTRYPOINT to take the Node flags from')
-  const argv = JSON.parse(m[1]!) as string[]
-  return argv.slice(1).filter((a) => a.startsWith('--max-'))
-}
 
 function quantityBytes(q: string): number {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q)
