@@ -202,6 +202,30 @@ export interface StormResult {
   runs?: Array<{ wallMs: number; logins: number; kvReads: number; failed: number }>
 }
 
+/** One storm's figures: the driver client's output and what the audit log counted meanwhile. */
+function stormResult(
+  variant: string,
+  pods: number,
+  out: ManyOutput,
+  counts: VaultCounts,
+  hmacGets: number,
+): StormResult {
+  const f = failures(out)
+  const rpc = out.results.map((r) => r.rpcMs)
+  return {
+    variant,
+    pods,
+    ok: out.results.length - f.count,
+    failed: f.count,
+    sampleError: f.sample,
+    wallMs: out.wallMs,
+    mountP50Ms: percentile(rpc, 50),
+    mountMaxMs: Math.max(...rpc),
+    counts,
+    hmacGets,
+  }
+}
+
 /** The run with the median completion time, with every run's time attached. */
 export function medianStorm(runs: StormResult[]): StormResult {
   const sorted = [...runs].sort((a, b) => a.wallMs - b.wallMs)
@@ -228,20 +252,7 @@ export async function runStorm(
     const out = await mountMany(p.socketDir, calls, pods, ctx.dir)
     await settleAudit()
     const { counts } = await countAuditSince(ctx.world.auditFile, before)
-    const f = failures(out)
-    const rpc = out.results.map((r) => r.rpcMs)
-    return {
-      variant: v.label,
-      pods,
-      ok: out.results.length - f.count,
-      failed: f.count,
-      sampleError: f.sample,
-      wallMs: out.wallMs,
-      mountP50Ms: percentile(rpc, 50),
-      mountMaxMs: Math.max(...rpc),
-      counts,
-      hmacGets: hmacGets(ctx.world) - kubeBefore,
-    }
+    return stormResult(v.label, pods, out, counts, hmacGets(ctx.world) - kubeBefore)
   })
 }
 
@@ -651,20 +662,7 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
     afterStormRssKiB = mem.rssKiB
     await settleAudit()
     const { counts } = await countAuditSince(ctx.world.auditFile, before)
-    const f = failures(out)
-    const rpc = out.results.map((r) => r.rpcMs)
-    return {
-      variant: label,
-      pods,
-      ok: out.results.length - f.count,
-      failed: f.count,
-      sampleError: f.sample,
-      wallMs: out.wallMs,
-      mountP50Ms: percentile(rpc, 50),
-      mountMaxMs: Math.max(...rpc),
-      counts,
-      hmacGets: 0,
-    } satisfies StormResult
+    return stormResult(label, pods, out, counts, 0)
   })
   return {
     variant: label,
