@@ -126,7 +126,8 @@ export async function buildMountService(
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
-  // Process metrics start with the HTTP server that serves them (OpsHttpServer.start), after the socket.
+  // Process metrics start a second after the HTTP server that serves them binds, or at its first scrape
+  // (OpsHttpServer, PROCESS_METRICS_DELAY_MS).
   const metrics =
     options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName, defaultMetrics: false })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)

@@ -67,8 +67,8 @@ export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): strin
 export interface ProviderMetricsOptions {
   /**
    * Process and Node.js metrics (RSS, fds, event-loop lag, GC…) from construction. Default true.
-   * The daemon passes false and its HTTP server calls collectProcessMetrics() as it starts: they
-   * cannot be scraped earlier, and loading them is ~20 ms the socket need not wait for.
+   * The daemon passes false and its HTTP server calls collectProcessMetrics() a second after its
+   * port binds, or at the first scrape: loading them takes 20–45 ms the first Mounts need not wait for.
    */
   defaultMetrics?: boolean
   /**
