@@ -178,6 +178,7 @@ export async function runBench(
     fleet: [],
     failures: [],
     startups: {},
+    firstAnswers: {},
     notes: notes(o, reference, imageCompileCache),
   }
   const ours: Variant[] = o.scopes.map((scope) => ({
@@ -226,7 +227,15 @@ export async function runBench(
     const compileCache = !imageCompileCache
       ? undefined
       : { dir: join(PACKAGE_ROOT, '.cache', 'bench', 'compile-cache'), filled: new Set<string>() }
-    const ctx: Context = { world, dir: world.dir, log, startups: results.startups, profileDir, compileCache }
+    const ctx: Context = {
+      world,
+      dir: world.dir,
+      log,
+      startups: results.startups,
+      firstAnswers: results.firstAnswers,
+      profileDir,
+      compileCache,
+    }
     const attempt = async <T>(v: Variant, what: string, fn: () => Promise<T>, into: T[]): Promise<void> => {
       try {
         into.push(await fn())

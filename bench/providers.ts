@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { freePort } from '../test/support/ports.js'
 import { imageEntrypoint, imageNodeFlags } from '../test/support/image.js'
+import { connectProvider } from '../test/support/grpc-client.js'
 import { canConnect } from '../test/support/provider.js'
 import { nowMs } from './proxy.js'
 
@@ -44,6 +45,8 @@ export interface ProviderUnderTest {
   pid: number
   /** From spawn to the socket accepting connections. */
   startupMs: number
+  /** From spawn to the answer of a Version call made as soon as the socket accepted. */
+  firstAnswerMs: number
   logPath: string
   child: ChildProcess
   stop(): Promise<void>
@@ -216,6 +219,9 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
       throw new Error(`${REFERENCE_BIN} -help lists no -endpoint flag`)
     argv = ['--mount', '--propagation', 'private', 'sh', '-c', script, REFERENCE_BIN, ...flags]
   }
+  // Built before the spawn (it connects at its first call), so that loading the client's service
+  // definition is not part of the provider's start-up.
+  const client = connectProvider(socketPath)
   const fd = openSync(logPath, 'a')
   const started = nowMs()
   const child = spawn(cmd, argv, { stdio: ['ignore', fd, fd], env })
@@ -240,12 +246,21 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
     await new Promise((r) => setTimeout(r, 2))
   }
   const startupMs = nowMs() - started
+  // What the driver's first call after a restart (and the readiness probe) waits for: an answer.
+  const answer = await client.version(10_000)
+  client.close()
+  if (!answer.ok) {
+    child.kill('SIGKILL')
+    throw new Error(`${s.label}: its first Version call failed with ${answer.grpcCode}`)
+  }
+  const firstAnswerMs = nowMs() - started
   const pid = child.pid!
   return {
     label: s.label,
     socketDir,
     pid,
     startupMs,
+    firstAnswerMs,
     logPath,
     child,
     async stop() {

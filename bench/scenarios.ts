@@ -54,8 +54,9 @@ export interface Context {
   world: World
   dir: string
   log: (msg: string) => void
-  /** Every start-up time seen, per variant label (ms). */
+  /** Every start-up time seen, per variant label (ms): to an accepting socket, and to the first answer. */
   startups: Record<string, number[]>
+  firstAnswers: Record<string, number[]>
   /** Where CPU profiles of our provider go (--profile), else undefined. */
   profileDir: string | undefined
   /**
@@ -162,6 +163,7 @@ export async function startProvider(ctx: Context, v: Variant, tag: string): Prom
           ],
   })
   ;(ctx.startups[v.label] ??= []).push(p.startupMs)
+  ;(ctx.firstAnswers[v.label] ??= []).push(p.firstAnswerMs)
   return p
 }
 
@@ -613,6 +615,8 @@ async function latencyLevel(ctx: Context, s: LatencySetup, c: number, count: num
 export interface FootprintResult {
   variant: string
   startupMs: number
+  /** Spawn → the first Version call answered (made as soon as the socket accepted). */
+  firstAnswerMs: number
   idleRssKiB: number
   /** VmRSS after --settle seconds of idleness: once V8's memory reducer has run (it starts 8 s after the last GC). */
   settledRssKiB: number
@@ -633,6 +637,7 @@ export interface FootprintResult {
 export async function runFootprint(ctx: Context, v: Variant, pods: number, settleMs: number): Promise<FootprintResult> {
   const label = v.label
   let startupMs = NaN
+  let firstAnswerMs = NaN
   let idleRssKiB = NaN
   let settledRssKiB = NaN
   let settledAnonKiB = NaN
@@ -642,6 +647,7 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
   // The storm of this scenario runs inside its own provider start so that VmHWM covers it.
   const storm = await withProvider(ctx, v, 'footprint', async (p) => {
     startupMs = p.startupMs
+    firstAnswerMs = p.firstAnswerMs
     await new Promise((r) => setTimeout(r, 2000))
     idleRssKiB = (await p.memory()).rssKiB
     await new Promise((r) => setTimeout(r, Math.max(0, settleMs - 2000)))
@@ -667,6 +673,7 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
   return {
     variant: label,
     startupMs,
+    firstAnswerMs,
     idleRssKiB,
     settledRssKiB,
     settledAnonKiB,

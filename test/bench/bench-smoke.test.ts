@@ -137,6 +137,15 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     (foot?.settledAnonKiB ?? Infinity) + (foot?.settledFileKiB ?? Infinity) <= (foot?.settledRssKiB ?? 0),
     'anon + file-backed ≤ RSS',
   )
+  t.ok(
+    (foot?.startupMs ?? 0) > 0 && (foot?.firstAnswerMs ?? 0) >= (foot?.startupMs ?? Infinity),
+    'start-up measured to an accepting socket and, no sooner, to the first Version answered',
+  )
+  t.same(
+    Object.keys(r.firstAnswers).sort(),
+    Object.keys(r.startups).sort(),
+    'a first answer for every start-up variant',
+  )
   t.same(
     r.footprint.map((f) => [f.variant, f.storm.failed]),
     [
@@ -168,7 +177,10 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     md,
     /\| CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/,
   )
-  t.match(md, /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups\) \| ours \(pod, image's Node [\d.]+\) \|/)
+  t.match(
+    md,
+    /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups, to the first Version answered\) \| ours \(pod, image's Node [\d.]+\) \| [\d.]+ ms to the first answer, [\d.]+ ms to an accepting socket/,
+  )
   t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
   t.match(md, /## Targets of issue 3/)
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')

@@ -37,6 +37,8 @@ export interface ProviderGrpcClient {
     req: { attributes: string; secrets?: string; permission?: string; targetPath?: string },
     timeoutMs?: number,
   ): Promise<GrpcMountResult>
+  /** The driver's Version call: resolves once the provider answered, with its status. */
+  version(timeoutMs?: number): Promise<{ ok: boolean; grpcCode: string; runtimeName: string }>
   close(): void
 }
 
@@ -60,6 +62,11 @@ export function connectProvider(socketPath: string, maxReceiveBytes = 4 * 1024 *
     'grpc.max_receive_message_length': maxReceiveBytes,
   }) as unknown as grpc.Client & {
     Mount(
+      req: unknown,
+      opts: grpc.CallOptions,
+      cb: (err: grpc.ServiceError | null, res?: Record<string, unknown>) => void,
+    ): void
+    Version(
       req: unknown,
       opts: grpc.CallOptions,
       cb: (err: grpc.ServiceError | null, res?: Record<string, unknown>) => void,
@@ -90,6 +97,17 @@ export function connectProvider(socketPath: string, maxReceiveBytes = 4 * 1024 *
             })
           },
         )
+      })
+    },
+    version(timeoutMs = 30_000) {
+      return new Promise((resolve) => {
+        client.Version({ version: 'v1alpha1' }, { deadline: Date.now() + timeoutMs }, (err, res) => {
+          resolve(
+            err
+              ? { ok: false, grpcCode: codeName(err.code), runtimeName: '' }
+              : { ok: true, grpcCode: 'OK', runtimeName: String(res?.runtime_name ?? '') },
+          )
+        })
       })
     },
     close() {
