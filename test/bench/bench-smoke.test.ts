@@ -179,7 +179,7 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   )
   t.match(
     md,
-    /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups, to the first Version answered\) \| ours \(pod, image's Node [\d.]+\) \| [\d.]+ ms to the first answer, [\d.]+ ms to an accepting socket/,
+    /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups, to the first Version answered\) \| ours \(pod, image's Node [\d.]+\) \| [\d,.]+ ms to the first answer, [\d,.]+ ms to an accepting socket/,
   )
   t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
   t.match(md, /## Targets of issue 3/)
