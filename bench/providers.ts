@@ -235,25 +235,31 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
       r()
     }),
   )
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    if (exited) throw new Error(`${s.label} exited during start-up:\n${(await readFile(logPath, 'utf8')).slice(-3000)}`)
-    if (existsSync(socketPath) && (await canConnect(socketPath))) break
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL')
-      throw new Error(`${s.label} did not serve ${socketPath} within 20 s`)
+  let startupMs: number
+  let firstAnswerMs: number
+  try {
+    const deadline = Date.now() + 20_000
+    for (;;) {
+      if (exited)
+        throw new Error(`${s.label} exited during start-up:\n${(await readFile(logPath, 'utf8')).slice(-3000)}`)
+      if (existsSync(socketPath) && (await canConnect(socketPath))) break
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL')
+        throw new Error(`${s.label} did not serve ${socketPath} within 20 s`)
+      }
+      await new Promise((r) => setTimeout(r, 2))
     }
-    await new Promise((r) => setTimeout(r, 2))
+    startupMs = nowMs() - started
+    // What the driver's first call after a restart (and the readiness probe) waits for: an answer.
+    const answer = await client.version(10_000)
+    if (!answer.ok) {
+      child.kill('SIGKILL')
+      throw new Error(`${s.label}: its first Version call failed with ${answer.grpcCode}`)
+    }
+    firstAnswerMs = nowMs() - started
+  } finally {
+    client.close()
   }
-  const startupMs = nowMs() - started
-  // What the driver's first call after a restart (and the readiness probe) waits for: an answer.
-  const answer = await client.version(10_000)
-  client.close()
-  if (!answer.ok) {
-    child.kill('SIGKILL')
-    throw new Error(`${s.label}: its first Version call failed with ${answer.grpcCode}`)
-  }
-  const firstAnswerMs = nowMs() - started
   const pid = child.pid!
   return {
     label: s.label,

@@ -132,15 +132,12 @@ export interface AdversaryDaemon {
 }
 
 /**
- * The built daemon with the image's V8 flags (through NODE_OPTIONS, which the provider
- * harness passes on; the heap limit it results in is the image's) and a watchdog.
+ * The built daemon with the image's V8 flags on its command line, as the ENTRYPOINT passes them
+ * (the heap limit it results in is the image's), and a watchdog.
  */
 export async function startAdversaryDaemon(opts: StartProviderOptions = {}): Promise<AdversaryDaemon> {
   const nodeFlags = imageNodeFlags()
-  const provider = await startProvider({
-    ...opts,
-    env: { NODE_OPTIONS: nodeFlags.join(' '), ...(opts.env ?? {}) },
-  })
+  const provider = await startProvider({ ...opts, nodeArgs: [...nodeFlags, ...(opts.nodeArgs ?? [])] })
   const limitBytes = daemonSetMemoryLimitBytes()
   const watchdog = new MemoryWatchdog(provider.pid, 4 * limitBytes)
   let running = true
