@@ -93,8 +93,13 @@ export interface ProviderServerOptions {
   protos?: ProviderProtos
 }
 
-/** How often the socket path is checked for a successor. */
-export const HANDOVER_POLL_MS = 200
+/**
+ * How often the socket path is checked for a successor (or for its disappearance). Each check wakes
+ * the idle process: at 200 ms the checks cost ~2.3 ms of CPU per second on Node 26.12.1, on every
+ * node, all the time. Within a second is soon enough: until the old instance notices a successor,
+ * new dials already reach the successor and calls on the old connections still succeed.
+ */
+export const HANDOVER_POLL_MS = 1000
 
 export class ProviderServer {
   private readonly opts: ProviderServerOptions

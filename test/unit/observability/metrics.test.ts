@@ -1,6 +1,18 @@
+import { createRequire } from 'node:module'
+import type * as PerfHooks from 'node:perf_hooks'
 import t from 'tap'
 import { mountStatusName } from '../../../src/server/grpc-status.js'
-import { ProviderMetrics, STATUS_LABELS, statusLabel } from '../../../src/observability/metrics.js'
+import {
+  EVENT_LOOP_SAMPLE_MS,
+  ProviderMetrics,
+  STATUS_LABELS,
+  statusLabel,
+} from '../../../src/observability/metrics.js'
+
+/** Node's perf_hooks module object, the one prom-client requires (an ES import's namespace is frozen). */
+const perfHooks = createRequire(import.meta.url)('node:perf_hooks') as {
+  -readonly [K in keyof typeof PerfHooks]: (typeof PerfHooks)[K]
+}
 
 async function sample(
   m: ProviderMetrics,
@@ -88,6 +100,26 @@ t.test('default metrics: RSS, fds, event-loop lag; two registries side by side',
   t.match(text, /nodejs_eventloop_lag_seconds /)
   t.match(await b.render(), /vault_csi_provider_mounts_in_flight 0/)
   t.match(a.contentType, /^text\/plain/)
+})
+
+t.test("the event-loop delay is sampled every EVENT_LOOP_SAMPLE_MS, not at prom-client's 10 ms", async (t) => {
+  // prom-client looks monitorEventLoopDelay up on Node's perf_hooks module when the process metrics
+  // start: record the resolution it asks for.
+  const resolutions: Array<number | undefined> = []
+  const original = perfHooks.monitorEventLoopDelay
+  t.teardown(() => {
+    perfHooks.monitorEventLoopDelay = original
+  })
+  perfHooks.monitorEventLoopDelay = (opts) => {
+    resolutions.push(opts?.resolution)
+    return original(opts)
+  }
+  const m = new ProviderMetrics({ defaultMetrics: false })
+  t.same(resolutions, [], 'nothing sampled before the process metrics start')
+  m.collectProcessMetrics()
+  t.same(resolutions, [EVENT_LOOP_SAMPLE_MS])
+  t.ok(EVENT_LOOP_SAMPLE_MS >= 100, 'at most 10 wake-ups a second')
+  t.match(await m.render(), /nodejs_eventloop_lag_p99_seconds /)
 })
 
 t.test('labels', async (t) => {
