@@ -100,7 +100,8 @@ export interface ManyCall {
 
 /**
  * Runs `calls` through `driver-client mount-many`: `concurrency` workers, worker w runs calls
- * w, w+concurrency, … in order; all workers start together.
+ * w, w+concurrency, … in order; all workers start together. With `intervalMs`, call i starts no
+ * sooner than i × intervalMs after the first (a steady rate).
  */
 export async function mountMany(
   socketDir: string,
@@ -108,6 +109,7 @@ export async function mountMany(
   concurrency: number,
   specDir: string,
   timeoutMs = 120_000,
+  intervalMs = 0,
 ): Promise<ManyOutput> {
   const bin = process.env['BENCH_DRIVER_CLIENT_BIN'] ?? DRIVER_CLIENT_BIN
   if (!existsSync(bin)) throw new Error(`driver-client not found at ${bin}: run scripts/setup.sh`)
@@ -119,6 +121,7 @@ export async function mountMany(
       provider: 'vault',
       timeoutMs,
       concurrency,
+      intervalMs,
       calls: calls.map((c) => ({ target: c.target, attributes: c.attributes, secrets: 'null', permission: '420' })),
     }),
   )
@@ -129,7 +132,7 @@ export async function mountMany(
       {
         encoding: 'utf8',
         maxBuffer: 256 * 1024 * 1024,
-        timeout: timeoutMs * Math.max(1, Math.ceil(calls.length / concurrency)) + 30_000,
+        timeout: (timeoutMs + intervalMs) * Math.max(1, Math.ceil(calls.length / concurrency)) + 30_000,
       },
       (err, out, stderr) => (err ? rej(new Error(`driver-client mount-many: ${err.message}\n${stderr}`)) : res(out)),
     ),

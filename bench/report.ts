@@ -8,7 +8,7 @@ import {
   type LatencyResult,
   type StormResult,
 } from './scenarios.js'
-import { AFTER_IDLE_MOUNTS, type BenchOptions } from './options.js'
+import { AFTER_IDLE_MOUNTS, PACED_INTERVAL_MS, PACED_MOUNTS, type BenchOptions } from './options.js'
 import { perNode, projections, PROJECTION } from './economy.js'
 import { median } from './stats.js'
 import type { FleetResult } from './fleet.js'
@@ -92,7 +92,7 @@ export function renderMarkdown(r: BenchResults): string {
     `Run ${r.startedAt} → ${r.finishedAt} on ${r.environment.host} (${r.environment.cpus} CPUs), Node ${r.environment.node}, ${r.environment.openbao}, this repository at ${r.environment.commit}; load average at the end ${(r.environment.loadAvg ?? []).join(' / ')} (1 / 5 / 15 min: other work on the machine shows up in the times, not in the counts).`,
   )
   out.push(
-    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant${o.latencyIdleSec > 0 ? `, then per variant ${o.latencyIdleSec} s idle and ${Math.min(AFTER_IDLE_MOUNTS, o.latencyMounts)} more` : ''}${o.quick ? ' (--quick)' : ''}.`,
+    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant and ${Math.min(PACED_MOUNTS, o.latencyMounts)} paced at ${1000 / PACED_INTERVAL_MS}/s after them${o.latencyIdleSec > 0 ? `, then per variant ${o.latencyIdleSec} s idle and ${Math.min(AFTER_IDLE_MOUNTS, o.latencyMounts)} more` : ''}${o.quick ? ' (--quick)' : ''}.`,
   )
   out.push(
     r.reference.available
@@ -309,6 +309,49 @@ export function renderMarkdown(r: BenchResults): string {
       )
       out.push('')
     }
+    const paced = r.latency.filter((l) => l.paced)
+    if (paced.length > 0) {
+      const p0 = paced[0]!.paced!
+      out.push(
+        `Paced: right after its levels, each variant ran ${n(p0.mounts)} Mounts at concurrency 1, one every ${n(p0.intervalMs)} ms (${n(1000 / p0.intervalMs, 0)} Mounts/s, the reference's own pace), so CPU per Mount is compared at the same rate and on a machine that is mostly idle. At full speed ours runs many times as many Mounts per second as the reference, on a machine 80–98 % busy, where the same work costs more CPU time. "vs busy" compares with the busy level at concurrency 1 above.`,
+      )
+      out.push('')
+      const refPaced = refLat?.paced
+      out.push(
+        table(
+          [
+            'variant',
+            'Mounts',
+            'failed',
+            'Mounts/s',
+            'Mount p50',
+            'overhead p50',
+            'CPU ms/Mount',
+            'OpenBao CPU ms/Mount',
+            'machine busy',
+            'CPU vs busy',
+            'CPU vs ref',
+          ],
+          paced.map((l) => {
+            const a = l.paced!
+            return [
+              l.variant,
+              n(a.mounts),
+              n(a.failed),
+              n(a.mountsPerSec, 1),
+              n(a.mountP50Ms, 2),
+              n(a.overheadP50Ms, 2),
+              n(a.cpuMsPerMount, 2),
+              n(a.vaultCpuMsPerMount, 2),
+              percent(a.machineBusy),
+              ratio(a.cpuMsPerMount, l.levels.find((x) => x.concurrency === 1)?.cpuMsPerMount),
+              l.variant === REF ? '' : ratio(a.cpuMsPerMount, refPaced?.cpuMsPerMount),
+            ]
+          }),
+        ),
+      )
+      out.push('')
+    }
     const idled = r.latency.filter((l) => l.afterIdle)
     if (idled.length > 0) {
       const background = median(idled.map((l) => l.afterIdle!.vaultIdleCpuMsPerSec))
@@ -348,7 +391,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 4. Footprint')
     out.push('')
     out.push(
-      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections, and to the answer of a Version call made as soon as it accepts (what the driver's first call after a restart waits for; all start-ups of the run: median / max). The settled RSS split in two (RssAnon / RssFile): anonymous pages (heap, stacks, compiled code) are the process's own; file-backed ones are mostly its executable's code, shared by every process that maps the same file and dropped by the kernel under memory pressure (they are clean). A Node binary is large, so much of the difference to a Go binary is there.`,
+      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections, and to the answer of a Version call made as soon as it accepts (what the driver's first call after a restart waits for; all start-ups of the run: median / max). The settled RSS split in two (RssAnon / RssFile): anonymous pages (heap, stacks, compiled code) are the process's own; file-backed ones are mostly its executable's code, shared by every process that maps the same file and dropped by the kernel under memory pressure (they are clean). A Node binary is large, so much of the difference to a Go binary is there. CPU while idle: CPU time of the process per second between the two idle readings, before any Mount (timers, samplers, garbage collection): what the provider costs a node when nothing happens.`,
     )
     out.push('')
     out.push(
@@ -368,6 +411,8 @@ export function renderMarkdown(r: BenchResults): string {
           'settled idle vs ref',
           'peak vs ref',
           'start-up vs ref',
+          'CPU while idle (ms/s)',
+          'idle CPU vs ref',
         ],
         r.footprint.map((f) => {
           const all = r.startups[f.variant] ?? []
@@ -388,6 +433,8 @@ export function renderMarkdown(r: BenchResults): string {
             f.variant === REF ? '' : ratio(f.settledRssKiB, refFoot?.settledRssKiB),
             f.variant === REF ? '' : ratio(f.peakRssKiB, refFoot?.peakRssKiB),
             f.variant === REF ? '' : ratio(f.startupMs, refFoot?.startupMs),
+            n(f.idleCpuMsPerSec, 2),
+            f.variant === REF ? '' : ratio(f.idleCpuMsPerSec, refFoot?.idleCpuMsPerSec),
           ]
         }),
       ),
@@ -534,6 +581,9 @@ function targets12(r: BenchResults): string[][] {
           (floorLat ? `; floor ${n(level(floorLat, c)?.cpuMsPerMount, 2)} ms` : '') +
           (l.warmup.mounts > 0
             ? `; after ${n(l.warmup.mounts)} warm-up Mounts, which cost ${n(l.warmup.cpuMsPerMount, 2)} ms each${refLat && refLat.warmup.mounts > 0 ? ` (reference ${n(refLat.warmup.cpuMsPerMount, 2)} ms)` : ''}`
+            : '') +
+          (c === 1 && l.paced
+            ? `; at ${n(1000 / l.paced.intervalMs, 0)} Mounts/s for both, ${n(l.paced.cpuMsPerMount, 2)}${refLat?.paced ? ` vs ${n(refLat.paced.cpuMsPerMount, 2)} ms (${ratio(l.paced.cpuMsPerMount, refLat.paced.cpuMsPerMount)})` : ' ms'}`
             : ''),
         isBaseline(l.variant) ? 'baseline' : verdict(ref ? lv.cpuMsPerMount <= ref.cpuMsPerMount : undefined),
       ])

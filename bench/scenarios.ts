@@ -15,7 +15,7 @@ import {
   type ManyOutput,
   type SpcObject,
 } from './load.js'
-import { AFTER_IDLE_MOUNTS } from './options.js'
+import { AFTER_IDLE_MOUNTS, PACED_INTERVAL_MS, PACED_MOUNTS } from './options.js'
 import {
   OUR_MAIN,
   OUR_NODE_BIN,
@@ -383,6 +383,8 @@ export interface LatencyResult {
   variant: string
   warmup: LatencyWarmup
   levels: LatencyLevel[]
+  /** The paced block right after the levels: concurrency 1, one Mount every `intervalMs` (PACED_MOUNTS). */
+  paced: (LatencyLevel & { intervalMs: number }) | undefined
   /**
    * The block at concurrency 1 after `idleSec` with nothing running (--latency-idle); absent with 0.
    * vaultIdleCpuMsPerSec: OpenBao's CPU per second during that spell, its own background work,
@@ -462,12 +464,18 @@ export async function runLatency(
     }
     await prime(ctx, setups[0]?.v, warmupMounts)
     const levels = new Map<string, LatencyLevel[]>()
+    const paced = new Map<string, LatencyLevel>()
+    const pacedCount = Math.min(PACED_MOUNTS, mountsPerLevel)
     for (const s of setups) {
       await warmUp(ctx, s, warmupMounts)
       ctx.log(`latency: ${s.v.label}: ${mountsPerLevel} Mounts at concurrency 1, then at concurrency 8`)
       const own: LatencyLevel[] = []
       for (const c of [1, 8]) own.push(await latencyLevel(ctx, s, c, mountsPerLevel))
       levels.set(s.v.label, own)
+      if (pacedCount > 0) {
+        ctx.log(`latency: ${s.v.label}: ${pacedCount} Mounts at concurrency 1, one every ${PACED_INTERVAL_MS} ms`)
+        paced.set(s.v.label, await latencyLevel(ctx, s, 1, pacedCount, PACED_INTERVAL_MS))
+      }
     }
     // Each variant gets its own quiet spell, with nothing else running, right before its block:
     // in one shared spell the first block ran after a quiet machine and the later ones did not.
@@ -486,6 +494,7 @@ export async function runLatency(
         variant: s.v.label,
         warmup: s.warmup,
         levels: levels.get(s.v.label)!,
+        paced: paced.has(s.v.label) ? { intervalMs: PACED_INTERVAL_MS, ...paced.get(s.v.label)! } : undefined,
         afterIdle: afterIdle.has(s.v.label)
           ? { idleSec, vaultIdleCpuMsPerSec: idleVault.get(s.v.label)!, ...afterIdle.get(s.v.label)! }
           : undefined,
@@ -538,13 +547,15 @@ async function warmUp(ctx: Context, s: LatencySetup, count: number): Promise<voi
 
 /**
  * `count` Mounts over the first `c` pods at concurrency `c` (Mount i is pod i mod c's, so each pod
- * has one Mount at a time), with the CPU time the provider process spent meanwhile.
+ * has one Mount at a time), with the CPU time the provider process spent meanwhile; with
+ * `intervalMs`, Mount i starts no sooner than i × intervalMs after the first.
  */
 async function podMounts(
   ctx: Context,
   s: LatencySetup,
   c: number,
   count: number,
+  intervalMs = 0,
 ): Promise<{ out: ManyOutput; cpuMs: number; vaultCpuMs: number; machineBusy: number }> {
   const calls: ManyCall[] = Array.from({ length: count }, (_, i) => ({
     target: s.targets[i % c]!,
@@ -552,7 +563,7 @@ async function podMounts(
   }))
   const baoPid = ctx.world.bao.pid
   const [cpuBefore, baoBefore, machineBefore] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
-  const out = await mountMany(s.p.socketDir, calls, c, ctx.dir)
+  const out = await mountMany(s.p.socketDir, calls, c, ctx.dir, undefined, intervalMs)
   const [cpuAfter, baoAfter, machineAfter] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
   return {
     out,
@@ -562,11 +573,17 @@ async function podMounts(
   }
 }
 
-/** `count` Mounts of one variant at concurrency `c` in one block, summarised. */
-async function latencyLevel(ctx: Context, s: LatencySetup, c: number, count: number): Promise<LatencyLevel> {
+/** `count` Mounts of one variant at concurrency `c` in one block (paced by `intervalMs`), summarised. */
+async function latencyLevel(
+  ctx: Context,
+  s: LatencySetup,
+  c: number,
+  count: number,
+  intervalMs = 0,
+): Promise<LatencyLevel> {
   for (const px of s.proxies) px.calls.length = 0
   const kubeFrom = ctx.world.kubeTls.calls.length
-  const { out, cpuMs, vaultCpuMs, machineBusy } = await podMounts(ctx, s, c, count)
+  const { out, cpuMs, vaultCpuMs, machineBusy } = await podMounts(ctx, s, c, count, intervalMs)
   const allVaultCalls = s.proxies.reduce((a, px) => a + px.calls.length, 0)
   const kubeCalls = ctx.world.kubeTls.calls.slice(kubeFrom)
   const mountMs: number[] = []
@@ -623,6 +640,12 @@ export interface FootprintResult {
   /** RssAnon / RssFile at the settled reading (ProcessMemory). */
   settledAnonKiB: number
   settledFileKiB: number
+  /**
+   * CPU time of the process per second between the idle reading (2 s) and the settled one, before
+   * any Mount: what the provider costs a node when nothing happens (timers, samplers, GC). NaN
+   * when the settle time leaves no window.
+   */
+  idleCpuMsPerSec: number
   peakRssKiB: number
   afterStormRssKiB: number
   storm: StormResult
@@ -642,6 +665,7 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
   let settledRssKiB = NaN
   let settledAnonKiB = NaN
   let settledFileKiB = NaN
+  let idleCpuMsPerSec = NaN
   let peakRssKiB = NaN
   let afterStormRssKiB = NaN
   // The storm of this scenario runs inside its own provider start so that VmHWM covers it.
@@ -650,7 +674,10 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
     firstAnswerMs = p.firstAnswerMs
     await new Promise((r) => setTimeout(r, 2000))
     idleRssKiB = (await p.memory()).rssKiB
+    const idleFrom = { cpuMs: await p.cpuMs(), at: performance.now() }
     await new Promise((r) => setTimeout(r, Math.max(0, settleMs - 2000)))
+    const idleSec = (performance.now() - idleFrom.at) / 1000
+    if (settleMs > 2000) idleCpuMsPerSec = ((await p.cpuMs()) - idleFrom.cpuMs) / idleSec
     const settled = await p.memory()
     settledRssKiB = settled.rssKiB
     settledAnonKiB = settled.anonKiB
@@ -678,6 +705,7 @@ export async function runFootprint(ctx: Context, v: Variant, pods: number, settl
     settledRssKiB,
     settledAnonKiB,
     settledFileKiB,
+    idleCpuMsPerSec,
     peakRssKiB,
     afterStormRssKiB,
     storm,

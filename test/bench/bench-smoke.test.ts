@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { runBench } from '../../bench/main.js'
-import { parseOptions } from '../../bench/options.js'
+import { PACED_INTERVAL_MS, parseOptions } from '../../bench/options.js'
 import type { BenchResults } from '../../bench/report.js'
 import { FLOOR } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
@@ -16,6 +16,8 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     [
       ...['--quick', '--no-reference', '--pods', '3', '--rounds', '2'],
       ...['--latency-mounts', '10', '--latency-warmup', '16', '--out', out],
+      // A window between the idle readings at 2 s and at settling, for the CPU while idle.
+      ...['--settle', '4'],
       // The image's-Node variant, on the Node running this test (bench/run.sh fetches the image's).
       ...['--image-node', process.execPath],
     ],
@@ -65,6 +67,18 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   )
   t.ok(Number.isFinite(lat?.afterIdle?.cpuMsPerMount), 'its CPU per Mount is reported')
   t.ok((lat?.afterIdle?.vaultIdleCpuMsPerSec ?? -1) >= 0, "and OpenBao's CPU per second while idle")
+  t.same(
+    [lat?.paced?.intervalMs, lat?.paced?.concurrency, lat?.paced?.mounts, lat?.paced?.failed],
+    [PACED_INTERVAL_MS, 1, 10, 0],
+    'right after the levels, one block at concurrency 1 paced at one Mount per interval, as many Mounts as a level',
+  )
+  t.ok(Number.isFinite(lat?.paced?.cpuMsPerMount), 'its CPU per Mount is reported')
+  // Mount i starts no sooner than i intervals after the first: however fast the machine, 10 Mounts
+  // take at least 9 intervals.
+  t.ok(
+    (lat?.paced?.mountsPerSec ?? Infinity) <= (10 * 1000) / (9 * PACED_INTERVAL_MS),
+    `the paced block kept its pace (${lat?.paced?.mountsPerSec} Mounts/s)`,
+  )
 
   // CPU per Mount comes from /proc/<pid>/stat for every variant of ours in the latency scenario.
   const imageNode = `ours (pod, image's Node ${process.versions.node})`
@@ -137,6 +151,7 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     (foot?.settledAnonKiB ?? Infinity) + (foot?.settledFileKiB ?? Infinity) <= (foot?.settledRssKiB ?? 0),
     'anon + file-backed ≤ RSS',
   )
+  t.ok((foot?.idleCpuMsPerSec ?? -1) >= 0, `CPU while idle read from /proc (${foot?.idleCpuMsPerSec} ms/s)`)
   t.ok(
     (foot?.startupMs ?? 0) > 0 && (foot?.firstAnswerMs ?? 0) >= (foot?.startupMs ?? Infinity),
     'start-up measured to an accepting socket and, no sooner, to the first Version answered',
@@ -173,6 +188,11 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.match(md, /## Targets of issue 12/)
   t.match(md, /\| CPU per warm Mount \(5 KV\) at concurrency 1 ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/)
   t.match(md, /\| ours \(serviceaccount\) \| 10 \| 0 \|( [^|]+ \|){4} n\/a \|/, 'after-idle table row')
+  t.match(
+    md,
+    `Paced: right after its levels, each variant ran 10 Mounts at concurrency 1, one every ${PACED_INTERVAL_MS} ms`,
+  )
+  t.match(md, /\| ours \(serviceaccount\) \| 10 \| 0 \|( [^|]+ \|){7} n\/a \|/, 'paced table row')
   t.match(
     md,
     /\| CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/,

@@ -268,12 +268,16 @@ type manyCall struct {
 
 // manySpec is the input of mount-many.
 type manySpec struct {
-	SocketDir          string     `json:"socketDir"`
-	Provider           string     `json:"provider"`
-	TimeoutMs          int        `json:"timeoutMs"`
-	Concurrency        int        `json:"concurrency"`
-	MaxCallRecvMsgSize int        `json:"maxCallRecvMsgSize"`
-	Calls              []manyCall `json:"calls"`
+	SocketDir          string `json:"socketDir"`
+	Provider           string `json:"provider"`
+	TimeoutMs          int    `json:"timeoutMs"`
+	Concurrency        int    `json:"concurrency"`
+	MaxCallRecvMsgSize int    `json:"maxCallRecvMsgSize"`
+	// IntervalMs paces the calls: call i starts no sooner than i × IntervalMs
+	// after the first (a steady rate, as pods arriving on a node one by one);
+	// 0 starts each as soon as a worker is free.
+	IntervalMs int        `json:"intervalMs"`
+	Calls      []manyCall `json:"calls"`
 }
 
 // manyResult is one call's outcome. Times are milliseconds; StartUnixMs is
@@ -309,7 +313,7 @@ func msSince(t time.Time) float64 { return float64(time.Since(t).Nanoseconds()) 
 
 func runMountMany(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("mount-many", flag.ContinueOnError)
-	specFile := fs.String("spec", "", "JSON file: {socketDir, provider, timeoutMs, concurrency, calls: [{target, attributes, secrets, permission}]}")
+	specFile := fs.String("spec", "", "JSON file: {socketDir, provider, timeoutMs, concurrency, intervalMs, calls: [{target, attributes, secrets, permission}]}")
 	if err := fs.Parse(args); err != nil {
 		return usageError{msg: err.Error()}
 	}
@@ -371,6 +375,8 @@ func runMountMany(args []string, out io.Writer) error {
 	}
 
 	start := make(chan struct{})
+	// Set before start is closed, so every worker reads it after.
+	var began time.Time
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -379,6 +385,9 @@ func runMountMany(args []string, out io.Writer) error {
 			<-start
 			for i := w; i < len(spec.Calls); i += workers {
 				c := spec.Calls[i]
+				if spec.IntervalMs > 0 {
+					time.Sleep(time.Until(began.Add(time.Duration(i*spec.IntervalMs) * time.Millisecond)))
+				}
 				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callIndexKey{}, i), time.Duration(spec.TimeoutMs)*time.Millisecond)
 				started := time.Now()
 				versions, errorCode, err := secretsstore.MountContent(ctx, client, c.Attributes, c.Secrets, c.Target, c.Permission, c.OldVersions)
@@ -398,7 +407,7 @@ func runMountMany(args []string, out io.Writer) error {
 			}
 		}(w)
 	}
-	began := time.Now()
+	began = time.Now()
 	close(start)
 	wg.Wait()
 	return writeJSON(out, manyOutput{OK: true, StartUnixMs: unixMs(began), WallMs: msSince(began), Results: results})
