@@ -5,6 +5,7 @@ import {
   type ChurnResult,
   type Failed,
   type FootprintResult,
+  type LatencyLevel,
   type LatencyResult,
   type StormResult,
 } from './scenarios.js'
@@ -67,6 +68,22 @@ function mib(kib: number): string {
 }
 
 /** ours / reference, e.g. "0.01×"; "n/a" without a reference figure. */
+/**
+ * A row of a block measured after a variant's levels (paced, after idle): variant, Mounts, failed,
+ * the block's own `cells`, then its CPU per Mount against the variant's busy level at concurrency 1
+ * and against the reference's block of the same kind.
+ */
+function blockRow(l: LatencyResult, a: LatencyLevel, ref: LatencyLevel | undefined, cells: string[]): string[] {
+  return [
+    l.variant,
+    n(a.mounts),
+    n(a.failed),
+    ...cells,
+    ratio(a.cpuMsPerMount, l.levels.find((x) => x.concurrency === 1)?.cpuMsPerMount),
+    l.variant === REF ? '' : ratio(a.cpuMsPerMount, ref?.cpuMsPerMount),
+  ]
+}
+
 function ratio(ours: number, ref: number | undefined): string {
   if (ref === undefined || !Number.isFinite(ref) || !Number.isFinite(ours)) return 'n/a'
   if (ref === 0) return ours === 0 ? '1×' : '∞'
@@ -334,19 +351,14 @@ export function renderMarkdown(r: BenchResults): string {
           ],
           paced.map((l) => {
             const a = l.paced!
-            return [
-              l.variant,
-              n(a.mounts),
-              n(a.failed),
+            return blockRow(l, a, refPaced, [
               n(a.mountsPerSec, 1),
               n(a.mountP50Ms, 2),
               n(a.overheadP50Ms, 2),
               n(a.cpuMsPerMount, 2),
               n(a.vaultCpuMsPerMount, 2),
               percent(a.machineBusy),
-              ratio(a.cpuMsPerMount, l.levels.find((x) => x.concurrency === 1)?.cpuMsPerMount),
-              l.variant === REF ? '' : ratio(a.cpuMsPerMount, refPaced?.cpuMsPerMount),
-            ]
+            ])
           }),
         ),
       )
@@ -369,16 +381,7 @@ export function renderMarkdown(r: BenchResults): string {
           ['variant', 'Mounts', 'failed', 'Mount p50', 'overhead p50', 'CPU ms/Mount', 'CPU vs busy', 'CPU vs ref'],
           idled.map((l) => {
             const a = l.afterIdle!
-            return [
-              l.variant,
-              n(a.mounts),
-              n(a.failed),
-              n(a.mountP50Ms, 2),
-              n(a.overheadP50Ms, 2),
-              n(a.cpuMsPerMount, 2),
-              ratio(a.cpuMsPerMount, l.levels.find((x) => x.concurrency === 1)?.cpuMsPerMount),
-              l.variant === REF ? '' : ratio(a.cpuMsPerMount, refIdle?.cpuMsPerMount),
-            ]
+            return blockRow(l, a, refIdle, [n(a.mountP50Ms, 2), n(a.overheadP50Ms, 2), n(a.cpuMsPerMount, 2)])
           }),
         ),
       )
@@ -434,7 +437,12 @@ export function renderMarkdown(r: BenchResults): string {
             f.variant === REF ? '' : ratio(f.peakRssKiB, refFoot?.peakRssKiB),
             f.variant === REF ? '' : ratio(f.startupMs, refFoot?.startupMs),
             n(f.idleCpuMsPerSec, 2),
-            f.variant === REF ? '' : ratio(f.idleCpuMsPerSec, refFoot?.idleCpuMsPerSec),
+            // /proc counts CPU in clock ticks (10 ms): a reference idle for a whole window may show none.
+            f.variant === REF
+              ? ''
+              : refFoot?.idleCpuMsPerSec === 0
+                ? 'n/a (reference under one clock tick)'
+                : ratio(f.idleCpuMsPerSec, refFoot?.idleCpuMsPerSec),
           ]
         }),
       ),
