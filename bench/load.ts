@@ -108,8 +108,7 @@ export async function mountMany(
   calls: ManyCall[],
   concurrency: number,
   specDir: string,
-  timeoutMs = 120_000,
-  intervalMs = 0,
+  { timeoutMs = 120_000, intervalMs = 0 }: { timeoutMs?: number; intervalMs?: number } = {},
 ): Promise<ManyOutput> {
   const bin = process.env['BENCH_DRIVER_CLIENT_BIN'] ?? DRIVER_CLIENT_BIN
   if (!existsSync(bin)) throw new Error(`driver-client not found at ${bin}: run scripts/setup.sh`)

@@ -563,7 +563,7 @@ async function podMounts(
   }))
   const baoPid = ctx.world.bao.pid
   const [cpuBefore, baoBefore, machineBefore] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
-  const out = await mountMany(s.p.socketDir, calls, c, ctx.dir, undefined, intervalMs)
+  const out = await mountMany(s.p.socketDir, calls, c, ctx.dir, { intervalMs })
   const [cpuAfter, baoAfter, machineAfter] = await Promise.all([s.p.cpuMs(), processCpuMs(baoPid), machineCpu()])
   return {
     out,
