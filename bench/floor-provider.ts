@@ -1,5 +1,5 @@
 /**
- * The floor of the latency scenario: the least a provider on Node can do for one Mount with the
+ * The floor of the latency and footprint scenarios: the least a provider on Node can do for one Mount with the
  * runtime parts ours uses (grpc-js with the same codecs on a unix socket, undici to Vault, the
  * yaml package for `objects`) and none of the provider's own work: no validation, limits, caches
  * but the pod's Vault token and the parsed `objects` (both of which ours caches too), retries,
@@ -10,12 +10,32 @@
  * this machine; ours minus the floor is what the provider's own work costs. It is a measuring
  * stick for `npm run bench`, not a provider: it skips every check a real one must make.
  *
- *   node dist/bench/floor-provider.js -endpoint=/path/vault.sock [other flags, ignored]
+ * Its start-up, idle memory and storm peak (footprint) are likewise the least a provider on
+ * these parts can have; the bench runs it as one file (dist/bench/floor-provider.bundle.js,
+ * scripts/bundle.mjs), as the image runs ours.
+ *
+ *   node dist/bench/floor-provider.bundle.js -endpoint=/path/vault.sock [-vault-addr=URL] [other flags, ignored]
+ *   node dist/bench/floor-provider.bundle.js -version   (loads what it loads before serving, exits:
+ *                                                         fills V8's compile cache as ours does)
  */
 import * as grpc from '@grpc/grpc-js'
-import { Pool } from 'undici'
-import { parse } from 'yaml'
+import type { Pool } from 'undici'
 import { loadProviderClient } from '../src/server/proto.js'
+
+/**
+ * undici and yaml load at the first Mount, as ours loads them (src/http/undici.ts,
+ * src/util/libraries.ts): the floor's start-up and idle memory are then those of a provider on
+ * these parts that serves the driver as soon as it can (footprint scenario).
+ */
+const libraries = once(async () => {
+  const [undici, yaml] = await Promise.all([import('undici'), import('yaml')])
+  return { Pool: undici.Pool, parse: yaml.parse }
+})
+
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined
+  return () => (p ??= make())
+}
 
 interface FloorObject {
   objectName: string
@@ -27,23 +47,25 @@ interface MountRequest {
   attributes: string
 }
 
-const pools = new Map<string, Pool>()
+const pools = new Map<string, Promise<Pool>>()
 /** Parsed `objects` per text: ours caches the parse too, and parsing it on every Mount was 18 % of the floor's CPU. */
 const parsedObjects = new Map<string, FloorObject[]>()
 /** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
 const tokens = new Map<string, Promise<string>>()
 
-function pool(address: string): Pool {
+function pool(address: string): Promise<Pool> {
   let p = pools.get(address)
   if (p === undefined) {
-    p = new Pool(address, { connections: 64 })
+    p = libraries().then((l) => new l.Pool(address, { connections: 64 }))
     pools.set(address, p)
   }
   return p
 }
 
 async function vault(address: string, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
-  const res = await pool(address).request({
+  const res = await (
+    await pool(address)
+  ).request({
     method,
     path: `/v1/${path}`,
     headers: { ...(token ? { 'x-vault-token': token } : {}), 'content-type': 'application/json' },
@@ -69,14 +91,15 @@ function login(address: string, mount: string, role: string, jwt: string): Promi
 
 async function mount(req: MountRequest): Promise<object> {
   const attrs = JSON.parse(req.attributes) as Record<string, string>
-  const address = attrs['vaultAddress']!
+  // The pod's vaultAddress, else the address the provider was started with, as ours does.
+  const address = attrs['vaultAddress'] ?? defaultVaultAddress()
   const jwt = (JSON.parse(attrs['csi.storage.k8s.io/serviceAccount.tokens']!) as { vault: { token: string } }).vault
     .token
   const token = await login(address, attrs['vaultKubernetesMountPath'] ?? 'kubernetes', attrs['roleName']!, jwt)
   const text = attrs['objects']!
   let objects = parsedObjects.get(text)
   if (objects === undefined) {
-    objects = parse(text) as FloorObject[]
+    objects = (await libraries()).parse(text) as FloorObject[]
     parsedObjects.set(text, objects)
   }
   const files = await Promise.all(
@@ -89,8 +112,22 @@ async function mount(req: MountRequest): Promise<object> {
   return { object_version: objects.map((o) => ({ id: o.objectName, version: '0' })), files }
 }
 
+function flag(name: string): string | undefined {
+  return process.argv.find((a) => a.startsWith(`-${name}=`))?.slice(name.length + 2)
+}
+
+function defaultVaultAddress(): string {
+  const address = flag('vault-addr')
+  if (address === undefined) throw new Error('no vaultAddress and no -vault-addr')
+  return address
+}
+
 function main(): void {
-  const endpoint = process.argv.find((a) => a.startsWith('-endpoint='))?.slice('-endpoint='.length)
+  if (process.argv.includes('-version')) {
+    process.stdout.write('floor-provider\n')
+    return
+  }
+  const endpoint = flag('endpoint')
   if (endpoint === undefined) throw new Error('usage: floor-provider.js -endpoint=<socket path>')
   const server = new grpc.Server()
   server.addService(loadProviderClient().service, {

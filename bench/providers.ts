@@ -175,8 +175,10 @@ function referenceHelp(bin: string): string {
 }
 
 export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnderTest> {
-  const socketDir = join(s.dir, `sock-${s.label.replace(/[^a-z0-9]+/gi, '-')}`)
-  await import('node:fs/promises').then((fs) => fs.mkdir(socketDir, { recursive: true }))
+  // A unix socket's path is at most 107 bytes: the label is cut, mkdtemp keeps the folder unique.
+  const socketDir = await import('node:fs/promises').then((fs) =>
+    fs.mkdtemp(join(s.dir, `sock-${s.label.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)}-`)),
+  )
   const socketPath = join(socketDir, 'vault.sock')
   const logPath = join(s.dir, `provider-${s.label.replace(/[^a-z0-9]+/gi, '-')}.log`)
   const healthPort = await freePort()

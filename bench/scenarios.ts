@@ -33,21 +33,39 @@ export interface Variant {
   label: string
   kind: 'ours' | 'reference'
   args: string[]
-  /** Ours: another build's main.js (a baseline "ours@<rev>"); default the current build. */
+  /** Ours: another build's main.js (a baseline "ours@<rev>", the floor); default the current build. */
   main?: string
+  /**
+   * Ours with another `main`: fill and use V8's compile cache for it as for the current build (the
+   * floor, measured as ours is run); baselines run without, as they were shipped.
+   */
+  compileCache?: boolean
   /** Ours: the Node binary it runs on (the image's Node, --image-node); default the bench's (BENCH_NODE_BIN). */
   nodeBin?: string
 }
 
 /**
- * The latency scenario's floor: bench/floor-provider.ts, the least a Node provider can do for the
- * benchmark's Mounts with the runtime parts ours uses. Measured beside ours, never held to targets.
+ * The latency and footprint scenarios' floor: bench/floor-provider.ts, the least a Node provider
+ * can do for the benchmark's Mounts with the runtime parts ours uses. Measured beside ours, never
+ * held to targets. On another Node (the image's, footprint) its label gets that Node's name after it.
  */
 export const FLOOR = 'floor (Node, grpc-js, undici; no provider logic)'
 
-export function floorVariant(): Variant {
-  // The built file (npm run build), also when this module runs from source (the tests).
-  return { label: FLOOR, kind: 'ours', args: [], main: join(PACKAGE_ROOT, 'dist', 'bench', 'floor-provider.js') }
+export function isFloor(variant: string): boolean {
+  return variant.startsWith(FLOOR)
+}
+
+/** The floor on the bench's Node, or on the image's (its binary and version, --image-node). */
+export function floorVariant(imageNode?: { bin: string; version: string }): Variant {
+  return {
+    label: imageNode === undefined ? FLOOR : `${FLOOR} on the image's Node ${imageNode.version}`,
+    kind: 'ours',
+    args: [],
+    // The bundle npm run build writes (scripts/bundle.mjs), also when this module runs from source (the tests).
+    main: join(PACKAGE_ROOT, 'dist', 'bench', 'floor-provider.bundle.js'),
+    compileCache: true,
+    ...(imageNode === undefined ? {} : { nodeBin: imageNode.bin }),
+  }
 }
 
 export interface Context {
@@ -61,8 +79,8 @@ export interface Context {
   profileDir: string | undefined
   /**
    * V8's compile cache for the current build, as the image has it (its Dockerfile sets
-   * NODE_COMPILE_CACHE and fills it at build time): the directory, and the Node binaries it has
-   * been filled for in this run. Undefined when the Dockerfile sets none.
+   * NODE_COMPILE_CACHE and fills it at build time): the directory, and the Node binary and script
+   * pairs it has been filled for in this run. Undefined when the Dockerfile sets none.
    */
   compileCache: { dir: string; filled: Set<string> } | undefined
 }
@@ -119,16 +137,18 @@ const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 function compileCacheFor(ctx: Context, v: Variant): string | undefined {
   const cache = ctx.compileCache
   // Baselines are older builds, measured as they were shipped.
-  if (cache === undefined || v.kind !== 'ours' || v.main !== undefined) return undefined
+  if (cache === undefined || v.kind !== 'ours' || (v.main !== undefined && v.compileCache !== true)) return undefined
   const nodeBin = v.nodeBin ?? OUR_NODE_BIN
-  if (!cache.filled.has(nodeBin)) {
-    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, OUR_MAIN, '-version'], {
+  const main = v.main ?? OUR_MAIN
+  const key = `${nodeBin} ${main}`
+  if (!cache.filled.has(key)) {
+    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, '-version'], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_COMPILE_CACHE: cache.dir },
       encoding: 'utf8',
       timeout: 30_000,
     })
     if (r.status !== 0) throw new Error(`filling the compile cache failed: ${r.stderr || r.error?.message || ''}`)
-    cache.filled.add(nodeBin)
+    cache.filled.add(key)
   }
   return cache.dir
 }

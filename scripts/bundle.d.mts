@@ -11,3 +11,8 @@ export declare const EAGER_PACKAGES: readonly string[]
 export declare function packageOf(spec: string): string
 /** Packages an eager package requires only on paths the daemon never takes: left outside the bundle. */
 export declare const NEVER_LOADED_DEPENDENCIES: readonly string[]
+/** The bench's floor (bench/floor-provider.ts) in tsc's output, and its bundle, relative to the package root. */
+export declare const FLOOR_ENTRY: string
+export declare const FLOOR_BUNDLE: string
+/** Builds the floor's bundle (into `outfile`, default FLOOR_BUNDLE under the package root). */
+export declare function bundleFloor(outfile?: string): Promise<{ warnings: Message[]; metafile: Metafile }>

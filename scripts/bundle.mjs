@@ -9,7 +9,11 @@
 // all of them held ~25 MiB more after the first Mounts (undici, yaml and node-vault must stay lazy;
 // docs/architecture.md).
 //
+// It also writes dist/bench/floor-provider.bundle.js, the bench's floor (bench/floor-provider.ts)
+// bundled the same way, when tsc compiled it (not in the image's build).
+//
 //   node scripts/bundle.mjs      (npm run build runs it after tsc)
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import process from 'node:process'
 import { fileURLToPath } from 'node:url'
@@ -49,8 +53,16 @@ const builtinsByRequire = {
  */
 export const EAGER_PACKAGES = ['@grpc/grpc-js', 'pino', 'lru-cache']
 
-/** tsc's output of our modules: their imports of packages are the ones sorted by EAGER_PACKAGES. */
-const OUR_MODULES = path.join(root, 'dist', 'src') + path.sep
+/** tsc's output of our modules (and of the bench's floor): their imports of packages are the ones sorted by EAGER_PACKAGES. */
+const OUR_MODULES = [path.join(root, 'dist', 'src') + path.sep, path.join(root, 'dist', 'bench') + path.sep]
+
+/**
+ * The latency and footprint scenarios' floor (bench/floor-provider.ts), bundled as the daemon is so
+ * that its start-up compares: gRPC inside, undici and yaml loaded at its first Mount, as ours does.
+ */
+export const FLOOR_ENTRY = path.join('dist', 'bench', 'floor-provider.js')
+export const FLOOR_BUNDLE = path.join('dist', 'bench', 'floor-provider.bundle.js')
+const FLOOR_EAGER_PACKAGES = ['@grpc/grpc-js']
 
 /**
  * Packages an eager package requires only on a path the daemon never takes: they stay outside, so
@@ -67,11 +79,11 @@ export const packageOf = (spec) =>
     .join('/')
 
 /**
- * Our modules' imports of packages not in EAGER_PACKAGES stay external; the eager packages, and
- * whatever they require in turn (but NEVER_LOADED_DEPENDENCIES), are resolved by esbuild and go
- * into the file.
+ * Our modules' imports of packages not in `eager` stay external; the eager packages, and whatever
+ * they require in turn (but NEVER_LOADED_DEPENDENCIES), are resolved by esbuild and go into the
+ * file.
  */
-const eagerPackagesOnly = {
+const eagerPackagesOnly = (eager) => ({
   name: 'eager-packages-only',
   setup(b) {
     b.onResolve({ filter: /^[^./#]/ }, (args) => {
@@ -79,23 +91,32 @@ const eagerPackagesOnly = {
       const pkg = packageOf(args.path)
       if (NEVER_LOADED_DEPENDENCIES.includes(pkg)) return { path: args.path, external: true }
       // What a file already inside requires (a package, proto/messages.cjs) comes in with it.
-      if (!args.importer.startsWith(OUR_MODULES)) return undefined
-      return EAGER_PACKAGES.includes(pkg) ? undefined : { path: args.path, external: true }
+      if (!OUR_MODULES.some((dir) => args.importer.startsWith(dir))) return undefined
+      return eager.includes(pkg) ? undefined : { path: args.path, external: true }
     })
   },
-}
+})
 
 const BANNER =
   "import { createRequire as __vcpCreateRequire } from 'node:module'\nconst require = __vcpCreateRequire(import.meta.url)"
 
 /**
- * Builds the bundle; resolves with esbuild's warnings (there should be none) and its metafile
- * (what went in, what the output imports).
+ * Builds the daemon's bundle; resolves with esbuild's warnings (there should be none) and its
+ * metafile (what went in, what the output imports).
  */
-export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
+export function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
+  return bundleOne(DAEMON_ENTRY, outfile, EAGER_PACKAGES)
+}
+
+/** Builds the floor's bundle (FLOOR_BUNDLE); resolves as bundle() does. */
+export function bundleFloor(outfile = path.join(root, FLOOR_BUNDLE)) {
+  return bundleOne(FLOOR_ENTRY, outfile, FLOOR_EAGER_PACKAGES)
+}
+
+async function bundleOne(entry, outfile, eager) {
   const result = await build({
     absWorkingDir: root,
-    entryPoints: [DAEMON_ENTRY],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: 'node',
@@ -107,7 +128,7 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     // The packages inside are production dependencies (or theirs): the image installs them in
     // node_modules as well, with their licence files.
     legalComments: 'none',
-    plugins: [builtinsByRequire, eagerPackagesOnly],
+    plugins: [builtinsByRequire, eagerPackagesOnly(eager)],
     banner: { js: BANNER },
     logLevel: 'silent',
     metafile: true,
@@ -116,7 +137,9 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { warnings } = await bundle()
+  const warnings = [...(await bundle()).warnings]
+  // The image's build has no bench/ (.dockerignore): the floor is bundled where tsc compiled it.
+  if (existsSync(path.join(root, FLOOR_ENTRY))) warnings.push(...(await bundleFloor()).warnings)
   for (const w of warnings) process.stderr.write(`bundle: ${w.text}\n`)
   if (warnings.length > 0) process.exit(1)
 }

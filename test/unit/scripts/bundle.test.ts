@@ -7,8 +7,11 @@ import {
   DAEMON_BUNDLE,
   DAEMON_ENTRY,
   EAGER_PACKAGES,
+  FLOOR_BUNDLE,
+  FLOOR_ENTRY,
   NEVER_LOADED_DEPENDENCIES,
   bundle,
+  bundleFloor,
   packageOf,
 } from '../../../scripts/bundle.mjs'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
@@ -99,4 +102,28 @@ t.test('the bundle holds our modules and the packages loaded before the socket s
   )
   const lazy = output!.imports.filter((i) => i.kind === 'dynamic-import').map((i) => packageOf(i.path))
   t.ok(lazy.includes('undici') && lazy.includes('node-vault'), 'undici and node-vault stay lazy (first Mount)')
+})
+
+t.test('the bench’s floor is bundled the same way: gRPC inside, undici and yaml at its first Mount', async (t) => {
+  const tmp = await makeTempDir('vcp-bundle-')
+  t.teardown(tmp.cleanup)
+  const fresh = join(tmp.path, 'floor-provider.bundle.js')
+  const { warnings, metafile } = await bundleFloor(fresh)
+  t.same(warnings, [], 'esbuild warns about nothing')
+  t.equal(
+    await readFile(join(PACKAGE_ROOT, FLOOR_BUNDLE), 'utf8'),
+    await readFile(fresh, 'utf8'),
+    `${FLOOR_BUNDLE} is stale: run npm run build`,
+  )
+  t.ok(Object.keys(metafile.inputs).includes(FLOOR_ENTRY), `${FLOOR_ENTRY} is the entry`)
+  const bundled = new Set(
+    Object.keys(metafile.inputs)
+      .filter((f) => f.startsWith('node_modules/'))
+      .map((f) => packageOf(f.slice('node_modules/'.length))),
+  )
+  t.ok(bundled.has('@grpc/grpc-js'), 'grpc-js is inside, as in the daemon')
+  for (const p of ['undici', 'yaml']) t.notOk(bundled.has(p), `${p} is not inside`)
+  const output = Object.values(metafile.outputs).find((o) => o.entryPoint === FLOOR_ENTRY)
+  const lazy = (output?.imports ?? []).filter((i) => i.kind === 'dynamic-import').map((i) => packageOf(i.path))
+  t.same(lazy.sort(), ['undici', 'yaml'], 'undici and yaml load at the first Mount, as the daemon loads them')
 })
