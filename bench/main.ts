@@ -201,17 +201,13 @@ export async function runBench(
   const oursScopes = ours.filter((v) => !v.label.includes('freshness'))
   const baselines = o.baselines.map(baselineVariant)
   // The image's Node (--image-node): ours (pod) on the runtime the image ships, beside the bench's own.
+  const image = o.imageNode === undefined ? undefined : { bin: o.imageNode, version: nodeVersion(o.imageNode) }
   const imageNode: Variant[] =
-    o.imageNode === undefined
+    image === undefined
       ? []
-      : [
-          {
-            label: `ours (pod, image's Node ${nodeVersion(o.imageNode)})`,
-            kind: 'ours',
-            args: [],
-            nodeBin: o.imageNode,
-          },
-        ]
+      : [{ label: `ours (pod, image's Node ${image.version})`, kind: 'ours', args: [], nodeBin: image.bin }]
+  // The floor beside ours in the footprint: on the bench's Node, and on the image's when it runs.
+  const floors = [floorVariant(), ...(image === undefined ? [] : [floorVariant(image)])]
 
   let world: World | undefined
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -283,7 +279,7 @@ export async function runBench(
       }
     }
     if (o.scenarios.includes('footprint')) {
-      for (const v of [...oursDefault, ...imageNode, ...baselines, ...ref]) {
+      for (const v of [...oursDefault, ...imageNode, ...floors, ...baselines, ...ref]) {
         await attempt(v, 'footprint', () => runFootprint(ctx, v, o.pods, o.settleSec * 1000), results.footprint)
       }
     }

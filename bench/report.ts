@@ -2,6 +2,7 @@
 // and chart.svg (a hand-written SVG of small bar charts, one per figure).
 import {
   FLOOR,
+  isFloor,
   type ChurnResult,
   type Failed,
   type FootprintResult,
@@ -48,9 +49,15 @@ export interface BenchResults {
 
 const REF = 'reference'
 
-/** Variants measured as ours, held to targets: not the reference, not the floor (FLOOR). */
+/** Variants measured as ours, held to targets: not the reference, not a floor (FLOOR). */
 function targeted(variant: string): boolean {
-  return variant !== REF && variant !== FLOOR
+  return variant !== REF && !isFloor(variant)
+}
+
+/** The floor's footprint on the same Node as `variant` (the bench's, or the image's), if it ran. */
+function floorFootprint(r: BenchResults, variant: string): FootprintResult | undefined {
+  const onImage = (v: string): boolean => v.includes("image's Node")
+  return r.footprint.find((f) => isFloor(f.variant) && onImage(f.variant) === onImage(variant))
 }
 
 function n(v: number | undefined, digits = 0): string {
@@ -394,7 +401,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## 4. Footprint')
     out.push('')
     out.push(
-      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections, and to the answer of a Version call made as soon as it accepts (what the driver's first call after a restart waits for; all start-ups of the run: median / max). The settled RSS split in two (RssAnon / RssFile): anonymous pages (heap, stacks, compiled code) are the process's own; file-backed ones are mostly its executable's code, shared by every process that maps the same file and dropped by the kernel under memory pressure (they are clean). A Node binary is large, so much of the difference to a Go binary is there. CPU while idle: CPU time of the process per second between the two idle readings, before any Mount (timers, samplers, garbage collection): what the provider costs a node when nothing happens.`,
+      `Idle RSS (VmRSS 2 s after the socket serves, and settled: ${r.options.settleSec} s after, once V8's memory reducer has collected the garbage of start-up), peak RSS (VmHWM) after ${o.pods} pods mounted 10 files of 10 KiB each at once, start-up = process spawn to the socket accepting connections, and to the answer of a Version call made as soon as it accepts (what the driver's first call after a restart waits for; all start-ups of the run: median / max). The settled RSS split in two (RssAnon / RssFile): anonymous pages (heap, stacks, compiled code) are the process's own; file-backed ones are mostly its executable's code, shared by every process that maps the same file and dropped by the kernel under memory pressure (they are clean). A Node binary is large, so much of the difference to a Go binary is there. CPU while idle: CPU time of the process per second between the two idle readings, before any Mount (timers, samplers, garbage collection): what the provider costs a node when nothing happens.${r.footprint.some((f) => isFloor(f.variant)) ? ` "${FLOOR}" is the latency scenario's floor (bench/floor-provider.ts) through the same start-ups and storm, bundled as ours is, with the same heap flags and compile cache, undici and yaml loaded at its first Mount as ours loads them: the least a provider on Node, grpc-js and undici holds, and the soonest it serves; the targets' rows name it beside ours on the same Node.` : ''}`,
     )
     out.push('')
     out.push(
@@ -632,8 +639,9 @@ function targets12(r: BenchResults): string[][] {
   const refFoot = r.footprint.find((f) => f.variant === REF)
   const refStart = median(r.startups[REF] ?? [])
   const refAnswer = median(r.firstAnswers[REF] ?? [])
-  for (const f of r.footprint.filter((x) => x.variant !== REF)) {
+  for (const f of r.footprint.filter((x) => targeted(x.variant))) {
     const b = isBaseline(f.variant)
+    const floor = floorFootprint(r, f.variant)
     // Judged settled (a DaemonSet pod idles for minutes); the figure 2 s after serving is shown beside it.
     rows.push([
       `idle RSS ≤ 60 MiB (image Node flags; settled, ${r.options.settleSec} s after start)`,
@@ -641,13 +649,15 @@ function targets12(r: BenchResults): string[][] {
       `${mib(f.settledRssKiB)} MiB settled, ${mib(f.idleRssKiB)} MiB at 2 s` +
         (refFoot
           ? ` (reference ${mib(refFoot.settledRssKiB)} / ${mib(refFoot.idleRssKiB)} MiB, ${ratio(f.settledRssKiB, refFoot.settledRssKiB)})`
-          : ''),
+          : '') +
+        (floor ? `; floor ${mib(floor.settledRssKiB)} / ${mib(floor.idleRssKiB)} MiB` : ''),
       b ? 'baseline' : verdict(f.settledRssKiB <= 60 * 1024),
     ])
     rows.push([
       `storm peak RSS ≤ 100 MiB (${r.options.pods} pods × 10 files of 10 KiB)`,
       f.variant,
-      `${mib(f.peakRssKiB)} MiB${refFoot ? ` (reference ${mib(refFoot.peakRssKiB)} MiB, ${ratio(f.peakRssKiB, refFoot.peakRssKiB)})` : ''}`,
+      `${mib(f.peakRssKiB)} MiB${refFoot ? ` (reference ${mib(refFoot.peakRssKiB)} MiB, ${ratio(f.peakRssKiB, refFoot.peakRssKiB)})` : ''}` +
+        (floor ? `; floor ${mib(floor.peakRssKiB)} MiB` : ''),
       b ? 'baseline' : verdict(f.storm.failed === 0 && f.peakRssKiB <= 100 * 1024),
     ])
     // Judged on the first answer: a socket that accepts before the process can answer is not serving yet.
@@ -660,6 +670,9 @@ function targets12(r: BenchResults): string[][] {
       `${n(med)} ms to the first answer, ${n(median(starts))} ms to an accepting socket, over ${answers.length} start-up(s)` +
         (Number.isFinite(refAnswer)
           ? ` (reference ${n(refAnswer)} / ${n(refStart)} ms, ${ratio(med, refAnswer)})`
+          : '') +
+        (floor
+          ? `; floor ${n(median(r.firstAnswers[floor.variant] ?? [floor.firstAnswerMs]))} / ${n(median(r.startups[floor.variant] ?? [floor.startupMs]))} ms`
           : ''),
       b ? 'baseline' : verdict(med <= 150),
     ])
@@ -758,7 +771,7 @@ function targets(r: BenchResults): string[][] {
       ])
     }
   }
-  for (const f of r.footprint.filter((x) => x.variant !== REF && !x.variant.startsWith('ours@'))) {
+  for (const f of r.footprint.filter((x) => targeted(x.variant) && !x.variant.startsWith('ours@'))) {
     rows.push([
       `footprint, ${f.variant}: idle RSS ≤ 64 MiB`,
       `${mib(f.idleRssKiB)} MiB`,

@@ -7,7 +7,7 @@ import t from 'tap'
 import { runBench } from '../../bench/main.js'
 import { PACED_INTERVAL_MS, parseOptions } from '../../bench/options.js'
 import type { BenchResults } from '../../bench/report.js'
-import { FLOOR } from '../../bench/scenarios.js'
+import { FLOOR, isFloor } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
 
 t.test('bench --quick --no-reference writes results with Vault counts', async (t) => {
@@ -161,14 +161,21 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     Object.keys(r.startups).sort(),
     'a first answer for every start-up variant',
   )
+  const imageFloor = `${FLOOR} on the image's Node ${process.versions.node}`
   t.same(
-    r.footprint.map((f) => [f.variant, f.storm.failed]),
+    r.footprint.map((f) => [f.variant, f.storm.ok, f.storm.failed]),
     [
-      ['ours (pod)', 0],
-      [imageNode, 0],
+      ['ours (pod)', 3, 0],
+      [imageNode, 3, 0],
+      [FLOOR, 3, 0],
+      [imageFloor, 3, 0],
     ],
-    'footprint for ours (pod) on both Nodes',
+    'footprint for ours (pod) and the floor, each on both Nodes, every storm Mount served',
   )
+  for (const f of r.footprint.filter((x) => isFloor(x.variant))) {
+    t.ok(f.settledRssKiB > 0 && f.peakRssKiB >= f.settledRssKiB, `${f.variant}: RSS read from /proc`)
+    t.ok(f.firstAnswerMs >= f.startupMs && f.startupMs > 0, `${f.variant}: start-up measured`)
+  }
   t.equal(
     r.storm.find((s) => s.variant === imageNode)?.ok,
     3,
@@ -200,6 +207,20 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.match(
     md,
     /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups, to the first Version answered\) \| ours \(pod, image's Node [\d.]+\) \| [\d,.]+ ms to the first answer, [\d,.]+ ms to an accepting socket/,
+  )
+  // Each memory and start-up target names the floor on the same Node beside ours.
+  t.match(
+    md,
+    /\| idle RSS ≤ 60 MiB [^|]+\| ours \(pod\) \| [\d.]+ MiB settled, [\d.]+ MiB at 2 s; floor [\d.]+ \/ [\d.]+ MiB \|/,
+  )
+  t.match(
+    md,
+    /\| storm peak RSS ≤ 100 MiB [^|]+\| ours \(pod, image's Node [\d.]+\) \| [\d.]+ MiB; floor [\d.]+ MiB \|/,
+  )
+  t.match(
+    md,
+    /\| spawn → serving ≤ 150 ms [^|]+\| ours \(pod\) \| [^|]+; floor [\d,]+ \/ [\d,]+ ms \|/,
+    'the start-up row gives the floor’s first answer and accepting socket',
   )
   t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
   t.match(md, /## Targets of issue 3/)
