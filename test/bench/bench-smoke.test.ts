@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { runBench } from '../../bench/main.js'
 import { PACED_INTERVAL_MS, parseOptions } from '../../bench/options.js'
-import type { BenchResults } from '../../bench/report.js'
+import { renderMarkdown, type BenchResults } from '../../bench/report.js'
 import { FLOOR, isFloor } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
 
@@ -223,6 +223,21 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
     'the start-up row gives the floor’s first answer and accepting socket',
   )
   t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
+  // A missed target says so when the floor on the same Node misses it too, and only then.
+  const idleRow = (floorSettledMiB: number): string | undefined => {
+    const footprint = r.footprint.map((f) =>
+      f.variant === 'ours (pod)'
+        ? { ...f, settledRssKiB: 70 * 1024 }
+        : f.variant === FLOOR
+          ? { ...f, settledRssKiB: floorSettledMiB * 1024 }
+          : f,
+    )
+    return renderMarkdown({ ...r, footprint })
+      .split('\n')
+      .find((l) => l.startsWith('| idle RSS ≤ 60 MiB') && l.includes('| ours (pod) |'))
+  }
+  t.match(idleRow(65), /\| \*\*missed\*\* \(so does the floor\) \|$/, 'the floor above the target too')
+  t.match(idleRow(50), /; floor 50\.0 \/ [\d.]+ MiB \| \*\*missed\*\* \|$/, 'the floor under the target')
   t.match(md, /## Targets of issue 3/)
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')
   t.match(svg, /^<svg /)
