@@ -109,7 +109,7 @@ function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): stri
     `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.` +
       (!compileCache
         ? ''
-        : " As the image's build does, V8's compile cache (NODE_COMPILE_CACHE, Node ≥ 22.1; Node 20 ignores it) is filled once per Node binary by the daemon's script with those flags and `-version` before its first start (older builds run without it)."),
+        : " As the image's build does, V8's compile cache (NODE_COMPILE_CACHE, Node ≥ 22.1; Node 20 ignores it) is filled once per Node binary by the daemon's script with those flags and `-version` before its first start, and so for the floor's (older builds run without it)."),
     ...(o.imageNode === undefined
       ? []
       : [

@@ -129,10 +129,10 @@ function hmacGets(world: World): number {
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 
 /**
- * The compile cache as the image's build fills it: the daemon's script run once with the image's
- * flags and -version (it loads every module the daemon loads before serving). Node keys the
- * entries by its version, so each Node binary fills its own. Node 20 has no compile cache and
- * ignores the variable.
+ * The compile cache as the image's build fills it: the daemon's script (or the floor's) run once
+ * with the image's flags and -version (it loads every module the script loads before serving).
+ * Node keys the entries by its version, so each Node binary fills its own. Node 20 has no compile
+ * cache and ignores the variable.
  */
 function compileCacheFor(ctx: Context, v: Variant): string | undefined {
   const cache = ctx.compileCache
