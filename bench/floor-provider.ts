@@ -63,9 +63,8 @@ function pool(address: string): Promise<Pool> {
 }
 
 async function vault(address: string, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
-  const res = await (
-    await pool(address)
-  ).request({
+  const client = await pool(address)
+  const res = await client.request({
     method,
     path: `/v1/${path}`,
     headers: { ...(token ? { 'x-vault-token': token } : {}), 'content-type': 'application/json' },

@@ -74,7 +74,6 @@ function mib(kib: number): string {
   return n(kib / 1024, 1)
 }
 
-/** ours / reference, e.g. "0.01×"; "n/a" without a reference figure. */
 /**
  * A row of a block measured after a variant's levels (paced, after idle): variant, Mounts, failed,
  * the block's own `cells`, then its CPU per Mount against the variant's busy level at concurrency 1
@@ -91,6 +90,7 @@ function blockRow(l: LatencyResult, a: LatencyLevel, ref: LatencyLevel | undefin
   ]
 }
 
+/** ours / reference, e.g. "0.01×"; "n/a" without a reference figure. */
 function ratio(ours: number, ref: number | undefined): string {
   if (ref === undefined || !Number.isFinite(ref) || !Number.isFinite(ours)) return 'n/a'
   if (ref === 0) return ours === 0 ? '1×' : '∞'
