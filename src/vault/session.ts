@@ -18,7 +18,14 @@ import type { BreakerRegistry } from './breaker.js'
 import { isTimeout, statusOf, VaultCallAborted } from './call-errors.js'
 import { attemptsOf, deadlineError, vaultError } from './errors.js'
 import type { NodeVaultClient, NodeVaultRequest } from './http.js'
-import { DEFAULT_RETRY_POLICY, abortableSleep, withRetry, type RetryPolicy, type Sleep } from './retry.js'
+import {
+  DEFAULT_RETRY_POLICY,
+  abortableSleep,
+  withRetry,
+  type RetryHooks,
+  type RetryPolicy,
+  type Sleep,
+} from './retry.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
 import { MAX_TOKEN_ANSWER_BYTES } from './transport.js'
 
@@ -182,17 +189,16 @@ export class VaultSession {
 
   /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
   private retried<T>(call: () => Promise<T>, deadline: Deadline, log: Record<string, unknown>): Promise<T> {
-    return withRetry(
-      call,
-      deadline,
-      this.retryPolicy,
-      {
-        ...this.breakers?.hooks(this.identity.connection),
-        onRetry: (attempt, delayMs, reason) =>
-          this.logger.debug({ ...log, attempt, delayMs, reason }, 'retrying Vault call'),
-      },
-      this.sleep,
-    )
+    // Field by field, not `{ ...breakerHooks, onRetry }`: see vaultCall in http.ts (on every Vault request).
+    const breaker = this.breakers?.hooks(this.identity.connection)
+    const hooks: { [K in keyof Required<RetryHooks>]: RetryHooks[K] } = {
+      beforeAttempt: breaker?.beforeAttempt,
+      onFailure: breaker?.onFailure,
+      onSuccess: breaker?.onSuccess,
+      onRetry: (attempt, delayMs, reason) =>
+        this.logger.debug({ ...log, attempt, delayMs, reason }, 'retrying Vault call'),
+    }
+    return withRetry(call, deadline, this.retryPolicy, hooks, this.sleep)
   }
 
   private loginWhat(): string {
