@@ -4,7 +4,7 @@
  * username and password come from one lease; different secretArgs (two PKI
  * common names) are different calls.
  */
-import { canonicalJson } from '../render/canonical-json.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import type { SecretObject } from '../request/types.js'
 import type { VaultRequest } from '../vault/session.js'
 

@@ -3,7 +3,7 @@
  * secret's data without the envelope, or the whole response. Pure.
  */
 import { ProviderError, q } from '../errors.js'
-import { canonicalJson } from './canonical-json.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 const MAX_LISTED_KEYS = 20

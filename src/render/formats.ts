@@ -5,7 +5,7 @@
  * unchanged secret gives byte-identical files.
  */
 import { ProviderError, q } from '../errors.js'
-import { canonicalJson, sortedCopy } from './canonical-json.js'
+import { canonicalJson, sortedCopy } from '../util/canonical-json.js'
 import { yamlLibrary } from '../util/libraries.js'
 import { isPlainObject } from '../util/plain-object.js'
 

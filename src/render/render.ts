@@ -8,14 +8,14 @@ import { filePathProblem, pathConflicts } from '../request/file-paths.js'
 import { formatKeyPath } from '../request/key-path.js'
 import type { Encoding, SecretObject } from '../request/types.js'
 import { isPlainObject } from '../util/plain-object.js'
-import { canonicalJson } from './canonical-json.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import { splitCertificate } from './certificates.js'
 import { decodeValue } from './encoding.js'
 import { extractKey, secretData, wholeResponse } from './extract.js'
 import { formatData } from './formats.js'
 import { describeLevel, selectPath } from './select.js'
 import { renderTemplate } from './template.js'
-import { objectVersion } from './versions.js'
+import { versionOf } from './versions.js'
 
 export interface RenderedFile {
   path: string
@@ -245,7 +245,7 @@ export async function renderObjects(
 }
 
 export function versionObject(obj: SecretObject, files: RenderedFile[], hmacKey: Buffer): RenderedObject {
-  return { id: obj.objectName, version: objectVersion(hmacKey, obj.config, files), files }
+  return { id: obj.objectName, version: versionOf(hmacKey, obj.configJson, files), files }
 }
 
 /** The last gate before the response: the driver's path rules over the whole volume. */

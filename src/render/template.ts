@@ -15,7 +15,7 @@
 import { ProviderError, q } from '../errors.js'
 import { parseName, parseTokens, type Token } from '../request/template-syntax.js'
 import { isPlainObject } from '../util/plain-object.js'
-import { canonicalJson } from './canonical-json.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import { selectPath } from './select.js'
 
 /** Rendered output of one template, in characters. */

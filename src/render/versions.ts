@@ -6,7 +6,7 @@
  */
 import { createHmac } from 'node:crypto'
 import type { Json } from '../request/types.js'
-import { canonicalJson } from './canonical-json.js'
+import { canonicalJson } from '../util/canonical-json.js'
 
 export interface VersionedFile {
   path: string
@@ -14,8 +14,13 @@ export interface VersionedFile {
 }
 
 export function objectVersion(key: Buffer, config: { [k: string]: Json }, files: readonly VersionedFile[]): string {
+  return versionOf(key, canonicalJson(config), files)
+}
+
+/** objectVersion with the configuration already in canonical JSON (SecretObject.configJson). */
+export function versionOf(key: Buffer, configJson: string, files: readonly VersionedFile[]): string {
   const mac = createHmac('sha256', key)
-  mac.update(canonicalJson(config))
+  mac.update(configJson)
   for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     // Length-prefixed, so that no two different file sets feed the same bytes.
     mac.update(`\0${file.path}\0${file.contents.length}\0`)

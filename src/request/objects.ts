@@ -20,6 +20,7 @@ import {
   type OutputFormat,
   type SecretObject,
 } from './types.js'
+import { canonicalJson } from '../util/canonical-json.js'
 import { yamlLibrary } from '../util/libraries.js'
 import { isPlainObject } from '../util/plain-object.js'
 
@@ -336,21 +337,26 @@ function parseObject(index: number, entry: unknown): SecretObject {
       ? undefined
       : parseFilePermission(index, name, fields.filePermission)
 
-  return {
+  const config = canonicalConfig(fields)
+  const object: SecretObject = {
     objectName: name,
     secretPath: path,
     query,
     method,
     secretArgs,
     secretKey,
-    // New fields only when set: objects without them stay exactly as before.
-    ...(secretKeyPath !== undefined ? { secretKeyPath } : {}),
-    ...(format !== undefined ? { format } : {}),
-    ...(template !== undefined ? { template } : {}),
     encoding,
     filePermission,
-    config: canonicalConfig(fields),
+    config,
+    configJson: canonicalJson(config),
   }
+  // New fields only when set: objects without them stay exactly as before. Assigned, not spread
+  // into the literal: on Node 20's V8 that gives every object a hidden class of its own, and the
+  // objects are read on every Mount.
+  if (secretKeyPath !== undefined) object.secretKeyPath = secretKeyPath
+  if (format !== undefined) object.format = format
+  if (template !== undefined) object.template = template
+  return object
 }
 
 function parseTemplateField(index: number, name: string, value: unknown): string | undefined {

@@ -35,8 +35,13 @@ export interface SecretObject {
   encoding: Encoding
   /** Absent means the request's default permission. */
   filePermission?: number
-  /** The object's fields as configured, canonicalised: input of its version HMAC. */
+  /** The object's fields as configured, canonicalised (templates read them as `@config`). */
   config: { [key: string]: Json }
+  /**
+   * canonicalJson(config), the first input of the object's version HMAC: made once when the
+   * `objects` text is parsed (and cached with it), not on every Mount.
+   */
+  configJson: string
 }
 
 export interface VaultConnection {

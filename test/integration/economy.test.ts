@@ -67,7 +67,14 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
       authMount: JWT_MOUNT,
       audience: 'vault',
       vault: { address: fx.bao.addr, tls: { skipVerify: false } },
-      objects: objects.map((o) => ({ query: [], method: 'GET', encoding: 'utf-8', config: {}, ...o })),
+      objects: objects.map((o) => ({
+        query: [],
+        method: 'GET',
+        encoding: 'utf-8',
+        config: {},
+        configJson: '{}',
+        ...o,
+      })),
       defaultMode: 0o644,
       podTokens: new Map([['vault', { token }]]),
     }

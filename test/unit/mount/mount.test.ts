@@ -41,6 +41,7 @@ function spec(objects: number): MountSpec {
       secretKey: 'value',
       encoding: 'utf-8' as const,
       config: {},
+      configJson: '{}',
     })),
     defaultMode: 0o644,
     podTokens: new Map([['vault', { token }]]),

@@ -5,7 +5,7 @@ import { DEFAULT_MAX_OBJECTS_BYTES } from '../../../src/config/config.js'
 import { parse as parseYaml } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
-import { canonicalJson } from '../../../src/render/canonical-json.js'
+import { canonicalJson } from '../../../src/util/canonical-json.js'
 import { MAX_OBJECTS, MAX_SECRET_ARGS_DEPTH, normaliseSecretPath, parseObjects } from '../../../src/request/objects.js'
 import type { SecretObject } from '../../../src/request/types.js'
 import { thrown } from '../../support/thrown.js'
@@ -41,6 +41,7 @@ t.test('a typical KV v2 object', async (t) => {
     encoding: 'utf-8',
     filePermission: undefined,
     config: { objectName: 'db-password', secretKey: 'password', secretPath: 'secret/data/db' },
+    configJson: '{"objectName":"db-password","secretKey":"password","secretPath":"secret/data/db"}',
   })
 })
 
@@ -528,6 +529,10 @@ t.test('config is canonical: key order does not matter', async (t) => {
     'secretArgs: {common_name: other.example.com}',
   )
   t.not(canonicalJson(c.config), canonicalJson(a.config))
+  // The version's input is made once at parse time; it is the config's canonical JSON, key order and all.
+  t.equal(a.configJson, canonicalJson(a.config))
+  t.equal(b.configJson, a.configJson, 'the same fields in another order: the same version input')
+  t.not(c.configJson, a.configJson)
 })
 
 // Output fields (docs/outputs.md).

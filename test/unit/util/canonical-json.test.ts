@@ -1,5 +1,5 @@
 import t from 'tap'
-import { canonicalJson } from '../../../src/render/canonical-json.js'
+import { canonicalJson } from '../../../src/util/canonical-json.js'
 
 t.test('keys are sorted at every level, arrays keep their order', async (t) => {
   t.equal(
