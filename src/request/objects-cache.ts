@@ -6,8 +6,9 @@
  * Failures are cached too, so a pod retrying a refused text costs a hash, not
  * a parse. Entries are keyed by the text's SHA-256 (the cache never holds the
  * texts) and bounded in bytes, with the text's length standing in for the
- * size of what was parsed from it. Parsed objects are never mutated, so
- * sharing them between Mounts is safe.
+ * size of what was parsed from it, plus each object's version input
+ * (SecretObject.configJson, a copy of its fields). Parsed objects are never
+ * mutated, so sharing them between Mounts is safe.
  */
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
@@ -51,7 +52,9 @@ export class ObjectsCache {
         entry = { error: err }
       }
       // A refusal keeps only its message: its cost does not grow with the text.
-      const size = entry.error ? ENTRY_OVERHEAD_BYTES + entry.error.message.length : ENTRY_OVERHEAD_BYTES + text.length
+      const size = entry.error
+        ? ENTRY_OVERHEAD_BYTES + entry.error.message.length
+        : ENTRY_OVERHEAD_BYTES + text.length + entry.objects.reduce((n, o) => n + o.configJson.length, 0)
       this.entries.set(key, entry, { size })
     }
     if (entry.error) throw entry.error

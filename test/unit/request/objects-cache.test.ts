@@ -63,3 +63,13 @@ t.test('bounded in bytes, not only in entries', async (t) => {
   for (let i = 0; i < 20; i++) thrown(() => small.parse(`- [${'a,'.repeat(13_000)}${i}]`), ProviderError)
   t.equal(small.size, 20, 'twenty 26 KiB refusals fit in 64 KiB')
 })
+
+t.test("an entry is charged for its text and for its objects' version inputs", async (t) => {
+  const cache = new ObjectsCache()
+  const one = text('a', 8 * 1024)
+  const parsed = cache.parse(one)
+  const configJson = parsed[0]!.configJson
+  t.ok(configJson.length > 8 * 1024, 'the version input holds the fields again')
+  t.ok(cache.sizeBytes >= one.length + configJson.length, `${cache.sizeBytes} bytes charged`)
+  t.ok(cache.sizeBytes < one.length + configJson.length + 4096, 'and not much more')
+})
