@@ -16,20 +16,17 @@ import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { wireMountService } from '../src/app.js'
 import { loadConfig } from '../src/config/config.js'
 import { ephemeralKey } from '../src/hmac/hmac-key.js'
-import { NodeBudget } from '../src/mount/budget.js'
-import { MountService } from '../src/mount/service.js'
 import { createLogger } from '../src/observability/logger.js'
 import { ProviderMetrics } from '../src/observability/metrics.js'
 import { operationOfCall } from '../src/observability/vault-observer.js'
-import { ObjectsCache } from '../src/request/objects-cache.js'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { mountStatusName } from '../src/server/grpc-status.js'
 import { Deadline } from '../src/util/deadline.js'
 import { AddressAllowlist } from '../src/vault/address-allowlist.js'
 import { BreakerRegistry } from '../src/vault/breaker.js'
-import { SessionPool } from '../src/vault/pool.js'
 import type { VaultAnswer, VaultCall, VaultCaller } from '../src/vault/transport.js'
 import { attributesFor, type Pod } from './load.js'
 import { productionNodeFlags } from './providers.js'
@@ -111,29 +108,15 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
     },
   }
   const breakers = new BreakerRegistry({}, () => Promise.resolve({ healthy: true as const }), logger)
-  const pool = new SessionPool({
-    maxSessions: config.cacheSize,
-    scope: config.identityScope,
-    staticFreshnessMs: config.staticFreshnessMs,
-    shareDynamic: config.shareDynamicSecrets,
-    idleRevokeMs: config.identityIdleMs,
+  const { pool, mountService: service } = wireMountService(config, {
     logger,
     observer: metrics,
+    metrics,
     transports: { get: () => Promise.resolve(fake) },
     breakers,
-  })
-  const service = new MountService({
-    pool,
     kube: undefined,
     hmacKey: ephemeralKey(),
-    logger,
-    vaultDefaults: config.vault,
-    mountObserver: metrics,
     allowlist: new AddressAllowlist([], {}),
-    breakers,
-    tokenRequestAudiences: config.tokenRequestAudiences,
-    objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
-    budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
   })
   const requests = Array.from({ length: PODS }, (_, i) => {
     const name = `mount-path-${i}`

@@ -24,7 +24,7 @@ import { AddressAllowlist } from './vault/address-allowlist.js'
 import { BreakerRegistry, probeOutcome } from './vault/breaker.js'
 import { probeVaultHealth } from './vault/health-probe.js'
 import { SessionPool } from './vault/pool.js'
-import { TransportRegistry } from './vault/transport.js'
+import { TransportRegistry, type TransportSource } from './vault/transport.js'
 
 export interface Provider {
   mountService: MountService
@@ -112,6 +112,54 @@ export interface MountServiceParts {
   close(): void
 }
 
+/** What wireMountService puts together: the parts built by buildMountService (or a bench's stand-ins). */
+export interface MountServiceWiring {
+  logger: Logger
+  observer: VaultObserver | undefined
+  metrics: ProviderMetrics | undefined
+  transports: TransportSource
+  breakers: BreakerRegistry
+  kube: KubeClient | undefined
+  hmacKey: HmacKeySource
+  allowlist: AddressAllowlist
+}
+
+/**
+ * The session pool and the Mount service over given parts, with the flags' settings and bounds: one
+ * place for this wiring, used by buildMountService and by bench/mount-path.ts (over a fake Vault).
+ */
+export function wireMountService(
+  config: ProviderConfig,
+  w: MountServiceWiring,
+): { pool: SessionPool; mountService: MountService } {
+  const pool = new SessionPool({
+    maxSessions: config.cacheSize,
+    scope: config.identityScope,
+    staticFreshnessMs: config.staticFreshnessMs,
+    shareDynamic: config.shareDynamicSecrets,
+    idleRevokeMs: config.identityIdleMs,
+    logger: w.logger,
+    observer: w.observer,
+    transports: w.transports,
+    breakers: w.breakers,
+  })
+  const mountService = new MountService({
+    pool,
+    kube: w.kube,
+    hmacKey: w.hmacKey,
+    logger: w.logger,
+    vaultDefaults: config.vault,
+    mountObserver: w.metrics,
+    allowlist: w.allowlist,
+    breakers: w.breakers,
+    tokenRequestAudiences: config.tokenRequestAudiences,
+    // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
+    objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
+    budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
+  })
+  return { pool, mountService }
+}
+
 /**
  * Builds the Mount service from the configuration: metrics, the Kubernetes
  * client, the HMAC key, the address allow-list, the Vault session pool and
@@ -163,30 +211,15 @@ export async function buildMountService(
     async (conn, timeoutMs) => probeOutcome(await probeVaultHealth(await transports.get(conn), timeoutMs)),
     logger,
   )
-  const pool = new SessionPool({
-    maxSessions: config.cacheSize,
-    scope: config.identityScope,
-    staticFreshnessMs: config.staticFreshnessMs,
-    shareDynamic: config.shareDynamicSecrets,
-    idleRevokeMs: config.identityIdleMs,
+  const { pool, mountService } = wireMountService(config, {
     logger,
     observer: vaultObserver,
+    metrics,
     transports,
     breakers,
-  })
-  const mountService = new MountService({
-    pool,
     kube,
     hmacKey,
-    logger,
-    vaultDefaults: config.vault,
-    mountObserver: metrics,
     allowlist,
-    breakers,
-    tokenRequestAudiences: config.tokenRequestAudiences,
-    // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
-    objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
-    budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
   })
   return {
     mountService,
