@@ -260,7 +260,9 @@ async function launch(opts: StartOpenBaoOptions, dir: string, port: number): Pro
   ]
   let caCertPath: string | undefined
   if (opts.tls === true) {
-    const certDir = join(dir, 'tls')
+    // One directory per attempt: bao writes a new CA on every start, and a retry must not read
+    // the CA a failed attempt left behind (seen in CI: every health probe then failed its handshake).
+    const certDir = join(dir, `tls-${port}`)
     // bao writes its dev CA and certificate here, but does not create the directory.
     mkdirSync(certDir, { recursive: true })
     args.push('-dev-tls', `-dev-tls-cert-dir=${certDir}`)
@@ -324,8 +326,10 @@ async function launch(opts: StartOpenBaoOptions, dir: string, port: number): Pro
       const m = /Unseal Key: (\S+)/.exec(readFileSync(logPath, 'utf8'))
       if (m?.[1] !== undefined) unsealKey = m[1]
     }
-    if (opts.tls === true && ca === undefined && caCertPath !== undefined && existsSync(caCertPath)) {
-      ca = readFileSync(caCertPath, 'utf8')
+    if (opts.tls === true && caCertPath !== undefined && existsSync(caCertPath)) {
+      // Read again on every probe until healthy: the file may be caught half written.
+      const pem = readFileSync(caCertPath, 'utf8')
+      ca = pem.includes('-----END CERTIFICATE-----') ? pem : undefined
     }
     if (unsealKey !== '' && (opts.tls !== true || ca !== undefined)) {
       try {
