@@ -14,10 +14,12 @@
  * `headers` are never read.
  */
 import type NodeVault from 'node-vault'
+import type { SchemaValidator } from './request-validator.js'
 import type { VaultAnswer, VaultCall, VaultCaller } from './transport.js'
 
 export type NodeVaultFactory = typeof NodeVault
 export type NodeVaultClient = ReturnType<NodeVaultFactory>
+type NodeVaultOptions = NonNullable<Parameters<NodeVaultFactory>[0]>
 
 /** The answer shape node-vault's response handling expects. */
 export interface RawVaultResponse {
@@ -97,4 +99,11 @@ export function createNodeVaultClient(nodeVault: NodeVaultFactory, transport: Va
     debug: () => undefined,
     'request-promise': nodeVaultRequestLayer(createVaultRequester(transport)),
   })
+}
+
+/** node-vault whose clients validate each request with `validator` (node-vault's `tv4` option). */
+export function withRequestValidator(nodeVault: NodeVaultFactory, validator: SchemaValidator): NodeVaultFactory {
+  // node-vault's declarations type the option as a function; it is used as tv4's object (validate, error).
+  const tv4 = validator as unknown as NonNullable<NodeVaultOptions['tv4']>
+  return (options?: NodeVaultOptions) => nodeVault({ ...options, tv4 })
 }

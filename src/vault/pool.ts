@@ -17,8 +17,9 @@ import type { Timers } from '../util/shared-call.js'
 import type { BreakerRegistry } from './breaker.js'
 import type { RetryPolicy, Sleep } from './retry.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { createNodeVaultClient, type NodeVaultClient, type NodeVaultFactory } from './http.js'
+import { createNodeVaultClient, withRequestValidator, type NodeVaultClient, type NodeVaultFactory } from './http.js'
 import { installAxiosStandIn } from './no-axios.js'
+import { withStringPropertiesFastPath } from './request-validator.js'
 import { VaultSession, type VaultIdentity } from './session.js'
 import {
   connectionKey,
@@ -61,10 +62,14 @@ export interface SessionPoolOptions {
   retryPolicy?: RetryPolicy
 }
 
-/** node-vault as the daemon loads it: with the stand-in for the axios it never calls (no-axios.ts). */
-function importNodeVault(): Promise<NodeVaultFactory> {
+/**
+ * node-vault as the daemon loads it: with the stand-in for the axios it never calls (no-axios.ts),
+ * and its clients validating requests through the fast path in front of tv4 (request-validator.ts).
+ */
+export async function importNodeVault(): Promise<NodeVaultFactory> {
   installAxiosStandIn()
-  return import('node-vault').then((m) => m.default)
+  const [nodeVault, tv4] = await Promise.all([import('node-vault'), import('tv4')])
+  return withRequestValidator(nodeVault.default, withStringPropertiesFastPath(tv4.default))
 }
 
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {

@@ -1,0 +1,75 @@
+/**
+ * The validator node-vault checks each request with, given through its
+ * documented `tv4` option. node-vault validates every `client.request()`
+ * against its request schema (an object whose `path` and `method` are
+ * strings) with tv4, which builds a validation context and walks the schema
+ * again on every call: ~40 µs per Vault request in the daemon on Node 20,
+ * 3 % of a warm Mount's CPU (npm run bench -- --profile).
+ *
+ * This one answers "valid" at once for data that a schema of exactly that
+ * shape certainly accepts (every property it names is a string), and hands
+ * everything else to tv4 itself: every refusal, and the error node-vault
+ * reports for it, is tv4's own. A schema of any other shape always goes to tv4.
+ */
+
+/** What node-vault uses of tv4: validate(), then `error` when it answered false. */
+export interface SchemaValidator {
+  validate(data: unknown, schema: object): boolean
+  readonly error: unknown
+}
+
+const STRING_TYPE_KEYS = ['type']
+const OBJECT_SCHEMA_KEYS = new Set(['type', 'properties', 'required'])
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+/**
+ * The property names of `{ type: 'object', properties: { <name>: { type: 'string' }, ... }, required?: [<names>] }`
+ * (required names among the properties), or null for any other schema.
+ */
+export function stringPropertiesOf(schema: object): readonly string[] | null {
+  if (!isRecord(schema) || schema['type'] !== 'object') return null
+  if (Object.keys(schema).some((k) => !OBJECT_SCHEMA_KEYS.has(k))) return null
+  const properties = schema['properties']
+  if (!isRecord(properties)) return null
+  const names = Object.keys(properties)
+  for (const name of names) {
+    const p = properties[name]
+    if (!isRecord(p) || p['type'] !== 'string') return null
+    const keys = Object.keys(p)
+    if (keys.length !== STRING_TYPE_KEYS.length) return null
+  }
+  const required = schema['required']
+  if (required !== undefined) {
+    if (!Array.isArray(required)) return null
+    if (!required.every((r) => typeof r === 'string' && names.includes(r))) return null
+  }
+  return names
+}
+
+/** `tv4` with the fast answer above in front of it; the shape of each schema is worked out once. */
+export function withStringPropertiesFastPath(tv4: SchemaValidator): SchemaValidator {
+  const shapes = new WeakMap<object, readonly string[] | null>()
+  let error: unknown = null
+  return {
+    get error() {
+      return error
+    },
+    validate(data, schema) {
+      let names = shapes.get(schema)
+      if (names === undefined) {
+        names = stringPropertiesOf(schema)
+        shapes.set(schema, names)
+      }
+      if (names !== null && isRecord(data) && names.every((n) => typeof data[n] === 'string')) {
+        error = null
+        return true
+      }
+      const valid = tv4.validate(data, schema)
+      error = tv4.error
+      return valid
+    },
+  }
+}
