@@ -4,7 +4,6 @@
  * derives each Mount's deadline from the caller's.
  */
 import { randomBytes } from 'node:crypto'
-import { setMaxListeners } from 'node:events'
 import { rename } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
@@ -12,7 +11,8 @@ import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
-import { Deadline, MOUNT_SIGNAL_LISTENERS } from '../util/deadline.js'
+import { Cancellation } from '../util/cancellation.js'
+import { Deadline } from '../util/deadline.js'
 import { grpcStatusOf } from './grpc-status.js'
 import { HealthState, healthHandlers } from './health.js'
 import { loadProtos, loadProviderClient, type ProviderProtos } from './proto.js'
@@ -58,18 +58,17 @@ function callDeadline(
   call: grpc.ServerUnaryCall<unknown, unknown>,
   mountTimeoutMs: number,
 ): { deadline: Deadline; answered(): void } {
-  const controller = new AbortController()
-  setMaxListeners(MOUNT_SIGNAL_LISTENERS, controller.signal)
-  const onCancelled = (): void => controller.abort(new Error('the driver cancelled the Mount call'))
+  const cancellation = new Cancellation()
+  const onCancelled = (): void => cancellation.abort(new Error('the driver cancelled the Mount call'))
   call.once('cancelled', onCancelled)
   const answered = (): void => {
     call.removeListener('cancelled', onCancelled)
   }
-  const own = Deadline.in(mountTimeoutMs, controller.signal)
+  const own = Deadline.in(mountTimeoutMs, cancellation)
   const d = call.getDeadline()
   const ms = d instanceof Date ? d.getTime() : d
   if (!Number.isFinite(ms)) return { deadline: own, answered }
-  return { deadline: new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS), controller.signal), answered }
+  return { deadline: new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS), cancellation), answered }
 }
 
 /** The one place a ProviderError becomes a gRPC status (the mapping: grpc-status.ts). */

@@ -21,6 +21,7 @@
  *
  * The clock and the timers are injected, so tests never sleep.
  */
+import { Cancellation } from './cancellation.js'
 import { Deadline, type Clock } from './deadline.js'
 
 export interface Timers {
@@ -51,7 +52,8 @@ export class SharedCall<T> {
   private readonly work: (deadline: Deadline) => Promise<T>
   private readonly clock: Clock
   private readonly timers: Timers
-  private readonly controller = new AbortController()
+  /** Aborted when the last waiter's caller left before the work was done. */
+  private readonly cancellation = new Cancellation()
   private readonly waiters = new Set<Waiter>()
   private latest = 0
   private outcome: Promise<T> | undefined
@@ -105,7 +107,7 @@ export class SharedCall<T> {
     }
     this.waiters.add(waiter)
     if (this.outcome === undefined) {
-      const shared = Deadline.following(() => this.latestExpiry(), this.controller.signal, this.clock)
+      const shared = Deadline.following(() => this.latestExpiry(), this.cancellation, this.clock)
       this.outcome = Promise.resolve().then(() => this.work(shared))
       this.outcome.then(
         () => (this.settled = true),
@@ -120,7 +122,7 @@ export class SharedCall<T> {
         if (finished) return false
         finished = true
         this.timers.clearTimeout(timer)
-        deadline.signal.removeEventListener('abort', onAbort)
+        deadline.cancel.removeAbortListener(onAbort)
         // Remembered before the waiter goes: with nobody left, the work's deadline stays the last one it had.
         this.latestExpiry()
         this.waiters.delete(waiter)
@@ -130,7 +132,7 @@ export class SharedCall<T> {
         if (!finish()) return
         if (this.waiters.size === 0 && !this.settled) {
           this.abandoned = true
-          if (cancelled) this.controller.abort()
+          if (cancelled) this.cancellation.abort(new Error('every waiter left'))
         }
         reject(giveUp(cancelled))
       }
@@ -144,11 +146,11 @@ export class SharedCall<T> {
         // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
         timer = this.timers.setTimeout(arm, left)
       }
-      if (deadline.signal.aborted) {
+      if (deadline.cancel.aborted) {
         leave(true)
         return
       }
-      deadline.signal.addEventListener('abort', onAbort, { once: true })
+      deadline.cancel.addAbortListener(onAbort)
       arm()
       outcome.then(
         (value) => {

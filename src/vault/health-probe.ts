@@ -18,6 +18,7 @@
  * - A TLS failure is reported as such (errorKind 'tls'): the server answered
  *   the connection, so the breaker does not treat it as down.
  */
+import type { CancelSignal } from '../util/cancellation.js'
 import { VaultConnectionError, type ConnectionFailureKind } from './call-errors.js'
 import { describeFailure } from './errors.js'
 import { MAX_ERROR_BODY_BYTES, type VaultTransport } from './transport.js'
@@ -72,7 +73,7 @@ export function describeHealthStatus(status: number): string {
 export async function probeVaultHealth(
   transport: VaultTransport,
   timeoutMs: number,
-  signal?: AbortSignal,
+  cancel?: CancelSignal,
   now: () => number = Date.now,
 ): Promise<VaultHealth> {
   const started = now()
@@ -81,7 +82,7 @@ export async function probeVaultHealth(
       method: 'GET',
       path: HEALTH_PATH,
       timeoutMs,
-      signal,
+      cancel,
       anyStatus: true,
       maxResponseBytes: MAX_ERROR_BODY_BYTES,
       operation: 'health',

@@ -60,7 +60,7 @@ function vaultCall(options: NodeVaultRequest, c: NodeVaultRequest['call']): Vaul
     namespace: c.namespace,
     body: options.json,
     timeoutMs: c.timeoutMs,
-    signal: c.signal,
+    cancel: c.cancel,
     maxResponseBytes: c.maxResponseBytes,
     anyStatus: c.anyStatus,
     operation: c.operation,

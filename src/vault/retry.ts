@@ -9,6 +9,7 @@
  * be the same), TLS failures (a configuration problem, not a blip).
  */
 import type { Deadline } from '../util/deadline.js'
+import type { CancelSignal } from '../util/cancellation.js'
 import { VaultCallAborted, VaultConnectionError, VaultHttpError, type ConnectionFailureKind } from './call-errors.js'
 
 export interface RetryPolicy {
@@ -102,17 +103,17 @@ export interface RetryHooks {
   onRetry?(attempt: number, delayMs: number, reason: string): void
 }
 
-/** Waits `ms`, or until `signal` aborts (then rejects with VaultCallAborted). */
-export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>
+/** Waits `ms`, or until `cancel` aborts (then rejects with VaultCallAborted). */
+export type Sleep = (ms: number, cancel: CancelSignal) => Promise<void>
 
-export const abortableSleep: Sleep = (ms, signal) =>
+export const abortableSleep: Sleep = (ms, cancel) =>
   new Promise<void>((resolve, reject) => {
-    if (signal.aborted) {
+    if (cancel.aborted) {
       reject(new VaultCallAborted())
       return
     }
     const done = (): void => {
-      signal.removeEventListener('abort', gone)
+      cancel.removeAbortListener(gone)
       resolve()
     }
     const gone = (): void => {
@@ -120,7 +121,7 @@ export const abortableSleep: Sleep = (ms, signal) =>
       reject(new VaultCallAborted())
     }
     const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', gone, { once: true })
+    cancel.addAbortListener(gone)
   })
 
 /**
@@ -151,7 +152,7 @@ export async function withRetry<T>(
       const delay = delayFor(decision, n - 1, policy)
       if (deadline.remainingMs() - delay < policy.minAttemptMs) throw err
       hooks.onRetry?.(n, delay, decision.reason)
-      await sleep(delay, deadline.signal)
+      await sleep(delay, deadline.cancel)
     }
   }
 }

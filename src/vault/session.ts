@@ -12,6 +12,7 @@ import { decodeServiceAccountJwt } from '../identity/claims.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver, VaultOperation } from '../observability/vault-observer.js'
 import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../request/types.js'
+import type { CancelSignal } from '../util/cancellation.js'
 import type { Clock, Deadline } from '../util/deadline.js'
 import { REAL_TIMERS, SharedCall, type Timers } from '../util/shared-call.js'
 import type { BreakerRegistry } from './breaker.js'
@@ -154,7 +155,7 @@ export class VaultSession {
       token?: string
       json?: unknown
       timeoutMs: number
-      signal?: AbortSignal
+      cancel?: CancelSignal
       maxResponseBytes?: number
       operation?: VaultOperation
     },
@@ -167,7 +168,7 @@ export class VaultSession {
         token: opts.token,
         namespace: this.identity.connection.namespace,
         timeoutMs: opts.timeoutMs,
-        signal: opts.signal,
+        cancel: opts.cancel,
         maxResponseBytes: opts.maxResponseBytes,
         operation: opts.operation,
       },
@@ -218,7 +219,7 @@ export class VaultSession {
             json: { jwt, role: this.identity.role },
             maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
             timeoutMs: this.timeoutFor(deadline, what),
-            signal: deadline.signal,
+            cancel: deadline.cancel,
             operation: 'login',
           }),
         deadline,
@@ -345,7 +346,7 @@ export class VaultSession {
         json: {},
         maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
         timeoutMs: this.timeoutFor(deadline, what),
-        signal: deadline.signal,
+        cancel: deadline.cancel,
         operation: 'renew',
       })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
@@ -456,7 +457,7 @@ export class VaultSession {
           token: token.token,
           json: req.body,
           timeoutMs: this.timeoutFor(deadline, what),
-          signal: deadline.signal,
+          cancel: deadline.cancel,
         }),
       deadline,
       { call: describeRequest(req) },

@@ -36,6 +36,7 @@ import {
   type VaultOperation,
 } from '../observability/vault-observer.js'
 import type { VaultConnection } from '../request/types.js'
+import type { CancelSignal } from '../util/cancellation.js'
 import { parseRetryAfter } from './retry.js'
 import {
   VaultCallAborted,
@@ -113,7 +114,7 @@ export interface VaultCall {
   /** The whole call, connection to last byte. */
   timeoutMs: number
   /** The caller gave up: the call ends at once with VaultCallAborted. */
-  signal?: AbortSignal
+  cancel?: CancelSignal
   /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
   maxResponseBytes?: number
   /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
@@ -268,7 +269,7 @@ export class VaultTransport implements VaultCaller {
           : `Vault's answer is larger than ${max} bytes, the most a token answer (login, renewal) may be ` +
               `(secrets are limited by -max-vault-response-size); it was not read further`,
       )
-    if (c.signal?.aborted) return Promise.reject(new VaultCallAborted())
+    if (c.cancel?.aborted) return Promise.reject(new VaultCallAborted())
     const headers: Record<string, string> = { accept: 'application/json' }
     if (c.token !== undefined && c.token !== '') headers['x-vault-token'] = c.token
     if (c.namespace !== undefined && c.namespace !== '') headers['x-vault-namespace'] = c.namespace
@@ -291,7 +292,7 @@ export class VaultTransport implements VaultCaller {
         if (settled) return false
         settled = true
         clearTimeout(timer)
-        c.signal?.removeEventListener('abort', onCallerGone)
+        c.cancel?.removeAbortListener(onCallerGone)
         return true
       }
       /** Ends the call with `err` and closes its connection. */
@@ -313,7 +314,7 @@ export class VaultTransport implements VaultCaller {
         () => fail(new VaultConnectionError('timeout', 'ETIMEDOUT', `no answer within ${c.timeoutMs} ms`)),
         Math.max(1, c.timeoutMs),
       )
-      c.signal?.addEventListener('abort', onCallerGone, { once: true })
+      c.cancel?.addAbortListener(onCallerGone)
       this.pool.dispatch(
         {
           path,

@@ -76,7 +76,7 @@ export class FakeVault implements VaultCaller {
 
   async call(c: VaultCall): Promise<VaultAnswer> {
     // Like the transport: a caller already gone sends nothing.
-    if (c.signal?.aborted) throw new VaultCallAborted()
+    if (c.cancel?.aborted) throw new VaultCallAborted()
     this.calls.push(c)
     const route = this.handlers.find(([p]) => p.test(`${c.method} ${c.path}`))
     if (!route) throw new VaultHttpError(404, [`no route for ${c.method} ${c.path}`])
@@ -87,8 +87,8 @@ export class FakeVault implements VaultCaller {
       // Like the transport: the caller's signal ends the call at once.
       return await new Promise<VaultAnswer>((resolve, reject) => {
         const gone = (): void => reject(new VaultCallAborted())
-        c.signal?.addEventListener('abort', gone, { once: true })
-        answer.then(resolve, reject).finally(() => c.signal?.removeEventListener('abort', gone))
+        c.cancel?.addAbortListener(gone)
+        answer.then(resolve, reject).finally(() => c.cancel?.removeAbortListener(gone))
       })
     } finally {
       this.inFlight--

@@ -6,6 +6,7 @@ import nodeVault from 'node-vault'
 import t from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import { createLogger } from '../../../src/observability/logger.js'
+import type { CancelSignal } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { createNodeVaultClient } from '../../../src/vault/http.js'
 import { VaultSession, type VaultIdentity, type VaultRequest } from '../../../src/vault/session.js'
@@ -121,9 +122,9 @@ t.test('a cached token that Vault refuses (403) is replaced once; a fresh one re
 t.test('a shared login: each caller gives up on its own deadline, the login goes on for the others', async (t) => {
   const vault = new FakeVault()
   const login = gate()
-  let loginSignal: AbortSignal | undefined
+  let loginSignal: CancelSignal | undefined
   vault.on(/login$/, async (c) => {
-    loginSignal = c.signal
+    loginSignal = c.cancel
     await login.wait
     return loginAnswer('hvs.shared')
   })
@@ -146,9 +147,9 @@ t.test('a shared login: each caller gives up on its own deadline, the login goes
 
 t.test('when every caller of a shared login has left, the login is aborted', async (t) => {
   const vault = new FakeVault()
-  let loginSignal: AbortSignal | undefined
+  let loginSignal: CancelSignal | undefined
   vault.on(/login$/, (c) => {
-    loginSignal = c.signal
+    loginSignal = c.cancel
     return new Promise(() => undefined)
   })
   const { session, time, deadline } = setup(vault)

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import type { VaultCallEvent } from '../../../src/observability/vault-observer.js'
+import { Cancellation } from '../../../src/util/cancellation.js'
 import { VaultCallAborted, VaultConnectionError, VaultHttpError } from '../../../src/vault/call-errors.js'
 import {
   MAX_ERROR_BODY_BYTES,
@@ -232,13 +233,13 @@ t.test("the caller's signal ends the call at once, and a call whose caller left 
   const reached = new Promise<void>((r) => (arrived = r))
   const { url, seen } = await server(t, () => arrived())
   const send = await transport(t, url)
-  const controller = new AbortController()
-  const pending = caught<VaultCallAborted>(send({ path: 'slow', signal: controller.signal }))
+  const controller = new Cancellation()
+  const pending = caught<VaultCallAborted>(send({ path: 'slow', cancel: controller }))
   await reached
   controller.abort()
   t.ok((await pending) instanceof VaultCallAborted)
   const before = seen.length
-  const gone = await caught<VaultCallAborted>(send({ path: 'never', signal: controller.signal }))
+  const gone = await caught<VaultCallAborted>(send({ path: 'never', cancel: controller }))
   t.ok(gone instanceof VaultCallAborted)
   t.equal(seen.length, before, 'nothing was sent')
 })
