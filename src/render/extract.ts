@@ -46,7 +46,7 @@ export function responseData(body: unknown, what: string): Record<string, unknow
  * `data`. Strings are returned as they are; other JSON values as compact JSON.
  */
 export function extractKey(body: unknown, secretKey: string, what: string): { value: string; isString: boolean } {
-  const scope = secretData(body, what, `no key ${q(secretKey)} to read`)
+  const scope = secretData(body, what, () => `no key ${q(secretKey)} to read`)
   if (!Object.prototype.hasOwnProperty.call(scope, secretKey)) {
     throw new ProviderError('SECRET_KEY_NOT_FOUND', `${what}: secretKey ${q(secretKey)} not found; ${listKeys(scope)}`)
   }
@@ -58,15 +58,20 @@ export function extractKey(body: unknown, secretKey: string, what: string): { va
 /**
  * The secret's own data, without the response envelope: `data.data` for KV v2
  * responses, else `data` (KV v1, PKI, database credentials...). A deleted or
- * destroyed KV v2 version is an error; `missing` says what could not be read.
+ * destroyed KV v2 version is an error; `missing` says what could not be read
+ * (a function: made only for the error, not on every read).
  */
-export function secretData(body: unknown, what: string, missing = 'no data to read'): Record<string, unknown> {
+export function secretData(
+  body: unknown,
+  what: string,
+  missing: () => string = () => 'no data to read',
+): Record<string, unknown> {
   const data = responseData(body, what)
   if (isPlainObject(data.data)) return data.data
   if (data.data === null && isPlainObject(data.metadata)) {
     const meta = data.metadata
     const state = meta.destroyed === true ? 'destroyed' : meta.deletion_time ? 'deleted' : 'empty'
-    throw new ProviderError('VAULT_NOT_FOUND', `${what}: this KV version is ${state}; ${missing}`)
+    throw new ProviderError('VAULT_NOT_FOUND', `${what}: this KV version is ${state}; ${missing()}`)
   }
   return data
 }

@@ -49,19 +49,23 @@ const NO_OBJECTS: ObjectValues = (name) => {
  * `secretKeyPath`, else the secret's data without the envelope.
  */
 export function selectedValue(obj: SecretObject, body: unknown, label: string): unknown {
-  if (obj.secretKey !== undefined) {
-    const scope = secretData(body, label, `no key ${q(obj.secretKey)} to read`)
-    if (!Object.prototype.hasOwnProperty.call(scope, obj.secretKey)) {
+  const secretKey = obj.secretKey
+  if (secretKey !== undefined) {
+    const scope = secretData(body, label, () => `no key ${q(secretKey)} to read`)
+    if (!Object.prototype.hasOwnProperty.call(scope, secretKey)) {
       throw new ProviderError(
         'SECRET_KEY_NOT_FOUND',
-        `${label}: secretKey ${q(obj.secretKey)} not found; ${describeLevel(scope)}`,
+        `${label}: secretKey ${q(secretKey)} not found; ${describeLevel(scope)}`,
       )
     }
-    return scope[obj.secretKey]
+    return scope[secretKey]
   }
   if (obj.secretKeyPath !== undefined) {
     const path = formatKeyPath(obj.secretKeyPath)
-    const found = selectPath(secretData(body, label, `no secretKeyPath ${q(path)} to read`), obj.secretKeyPath)
+    const found = selectPath(
+      secretData(body, label, () => `no secretKeyPath ${q(path)} to read`),
+      obj.secretKeyPath,
+    )
     if (!found.ok)
       throw new ProviderError('SECRET_KEY_NOT_FOUND', `${label}: secretKeyPath ${q(path)}: ${found.problem}`)
     return found.value
@@ -182,14 +186,15 @@ export function renderObject(
   if (obj.secretKey === undefined) {
     contents = Buffer.from(wholeResponse(body, label), 'utf8')
   } else {
-    const { value, isString } = extractKey(body, obj.secretKey, label)
+    const secretKey = obj.secretKey
+    const { value, isString } = extractKey(body, secretKey, label)
     if (!isString && obj.encoding !== 'utf-8') {
       throw new ProviderError(
         'DECODE_FAILED',
-        `${label}: secretKey ${q(obj.secretKey)} holds a JSON ${value.startsWith('[') ? 'array' : 'value'}, not a string, so encoding ${q(obj.encoding)} cannot apply`,
+        `${label}: secretKey ${q(secretKey)} holds a JSON ${value.startsWith('[') ? 'array' : 'value'}, not a string, so encoding ${q(obj.encoding)} cannot apply`,
       )
     }
-    contents = decodeValue(value, obj.encoding, `${label}, secretKey ${q(obj.secretKey)}`)
+    contents = decodeValue(value, obj.encoding, () => `${label}, secretKey ${q(secretKey)}`)
   }
   return [{ path: obj.objectName, mode, contents }]
 }

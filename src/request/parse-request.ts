@@ -86,6 +86,9 @@ export interface RawMountRequest {
   permission: string
 }
 
+/** How errors name the pod-token attribute (made once: it is parsed on every Mount). */
+const TOKENS_ATTRIBUTE = `attribute ${q(ATTR.tokens)}`
+
 function parseJsonObject(text: string, what: string): Record<string, unknown> {
   let data: unknown
   try {
@@ -150,21 +153,15 @@ export function parsePermission(text: string): number {
 
 /** `{"<audience>": {"token": "…", "expirationTimestamp": "…"}}` from kubelet's tokenRequests. */
 export function parsePodTokens(text: string): Map<string, PodToken> {
-  const obj = parseJsonObject(text, `attribute ${q(ATTR.tokens)}`)
+  const obj = parseJsonObject(text, TOKENS_ATTRIBUTE)
   const out = new Map<string, PodToken>()
   for (const [audience, entry] of Object.entries(obj)) {
     if (entry === null || typeof entry !== 'object') {
-      throw new ProviderError(
-        'BAD_REQUEST',
-        `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} is not an object`,
-      )
+      throw new ProviderError('BAD_REQUEST', `${TOKENS_ATTRIBUTE}: entry for audience ${q(audience)} is not an object`)
     }
     const { token, expirationTimestamp } = entry as Record<string, unknown>
     if (typeof token !== 'string' || token === '') {
-      throw new ProviderError(
-        'BAD_REQUEST',
-        `attribute ${q(ATTR.tokens)}: entry for audience ${q(audience)} has no token`,
-      )
+      throw new ProviderError('BAD_REQUEST', `${TOKENS_ATTRIBUTE}: entry for audience ${q(audience)} has no token`)
     }
     out.set(audience, {
       token,

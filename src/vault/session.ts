@@ -176,20 +176,28 @@ export class VaultSession {
     return this.client.request(request as unknown as Parameters<typeof this.client.request>[0]) as Promise<unknown>
   }
 
+  /** How errors name the identity; made once (the identity never changes), not on every read. */
+  private whereText: string | undefined
+
   private where(): string {
-    return `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`
+    return (this.whereText ??= `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`)
   }
 
-  private timeoutFor(deadline: Deadline, what: string): number {
+  /** `what` names the call in the error; a function, so that the text is made only for the error. */
+  private timeoutFor(deadline: Deadline, what: string | (() => string)): number {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
-      throw new ProviderError('DEADLINE_EXCEEDED', `${what}: the Mount ran out of time before this Vault call`)
+      const name = typeof what === 'string' ? what : what()
+      throw new ProviderError('DEADLINE_EXCEEDED', `${name}: the Mount ran out of time before this Vault call`)
     }
     return Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
   }
 
-  /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
-  private retried<T>(call: () => Promise<T>, deadline: Deadline, log: Record<string, unknown>): Promise<T> {
+  /**
+   * Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call; `log`
+   * makes the retry log line's fields, only when there is a retry.
+   */
+  private retried<T>(call: () => Promise<T>, deadline: Deadline, log: () => Record<string, unknown>): Promise<T> {
     // Field by field, not `{ ...breakerHooks, onRetry }`: see vaultCall in http.ts (on every Vault request).
     const breaker = this.breakers?.hooks(this.identity.connection)
     const hooks: { [K in keyof Required<RetryHooks>]: RetryHooks[K] } = {
@@ -197,7 +205,7 @@ export class VaultSession {
       onFailure: breaker?.onFailure,
       onSuccess: breaker?.onSuccess,
       onRetry: (attempt, delayMs, reason) =>
-        this.logger.debug({ ...log, attempt, delayMs, reason }, 'retrying Vault call'),
+        this.logger.debug({ ...log(), attempt, delayMs, reason }, 'retrying Vault call'),
     }
     return withRetry(call, deadline, this.retryPolicy, hooks, this.sleep)
   }
@@ -223,7 +231,7 @@ export class VaultSession {
             operation: 'login',
           }),
         deadline,
-        { call: 'login' },
+        () => ({ call: 'login' }),
       )
     } catch (err) {
       if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
@@ -449,18 +457,19 @@ export class VaultSession {
    */
   private send(req: VaultRequest, token: TokenState, deadline: Deadline, label: string): Promise<unknown> {
     const query = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
-    const what = `${label}: ${describeRequest(req)}`
+    const path = `/${encodePath(req.path)}${query}`
+    const what = (): string => `${label}: ${describeRequest(req)}`
     return this.retried(
       () =>
         // Rebuilt per attempt: the timeout is what is left of the Mount's deadline.
-        this.vault(`/${encodePath(req.path)}${query}`, req.method, {
+        this.vault(path, req.method, {
           token: token.token,
           json: req.body,
           timeoutMs: this.timeoutFor(deadline, what),
           cancel: deadline.cancel,
         }),
       deadline,
-      { call: describeRequest(req) },
+      () => ({ call: describeRequest(req) }),
     )
   }
 
@@ -478,8 +487,8 @@ export class VaultSession {
     label: string,
   ): Promise<FetchOutcome> {
     this.lastUsedAt = this.clock()
-    const what = `${label}: ${describeRequest(req)} (${this.where()})`
-    const giveUp = (cancelled: boolean): ProviderError => deadlineError(what, cancelled)
+    const giveUp = (cancelled: boolean): ProviderError =>
+      deadlineError(`${label}: ${describeRequest(req)} (${this.where()})`, cancelled)
     const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', deadline, giveUp, {
       // A coalesced read runs under its own deadline: the latest of its waiters' (util/shared-call.ts).
       read: async (shared) => {
