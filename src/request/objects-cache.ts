@@ -10,7 +10,7 @@
  * (SecretObject.configJson, a copy of its fields). Parsed objects are never
  * mutated, so sharing them between Mounts is safe.
  */
-import { createHash } from 'node:crypto'
+import crypto from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { isProviderError, type ProviderError } from '../errors.js'
 import { DEFAULT_OBJECTS_LIMITS, parseObjects, type ObjectsLimits } from './objects.js'
@@ -20,6 +20,15 @@ import type { SecretObject } from './types.js'
 export const DEFAULT_OBJECTS_CACHE_BYTES = 16 * 1024 * 1024
 /** What an entry costs besides its text: the key, the entry, a refusal's message. */
 const ENTRY_OVERHEAD_BYTES = 512
+
+/**
+ * The text's key. crypto.hash (Node ≥ 20.12) hashes in one call, about twice as fast on Node 20 as
+ * a Hash object for a text of this size (this runs on every Mount); older Node 20 lacks it.
+ */
+const textKey: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'base64')
+    : (text) => crypto.createHash('sha256').update(text).digest('base64')
 
 type Entry = { objects: SecretObject[]; error?: undefined } | { objects?: undefined; error: ProviderError }
 
@@ -41,7 +50,7 @@ export class ObjectsCache {
   parse(text: string): SecretObject[] {
     // A text over the limit is refused before it is hashed; the refusal costs no more than a cache hit.
     if (text.length > this.limits.maxBytes) return parseObjects(text, this.limits)
-    const key = createHash('sha256').update(text).digest('base64')
+    const key = textKey(text)
     let entry = this.entries.get(key)
     if (entry === undefined) {
       try {
