@@ -45,7 +45,8 @@ export function loadProviderService(): grpc.ServiceDefinition {
 
 /**
  * The Mount's deadline: the provider's own -mount-timeout or the caller's
- * deadline less a margin, whichever comes first; and a signal aborted when the
+ * deadline less a margin, whichever comes first; and a cancellation
+ * (util/cancellation.ts, not an AbortController: see there) aborted when the
  * driver cancels the call (its own deadline, kubelet gave up), so that every
  * Vault and Kubernetes request of that Mount stops instead of running on for nobody.
  *

@@ -11,6 +11,7 @@ import { ProviderServer } from '../../../src/server/grpc-server.js'
 import type { Deadline } from '../../../src/util/deadline.js'
 import { driverMount } from '../../support/driver-client.js'
 import { tempDirFor } from '../../support/tmp.js'
+import { countAbortControllers } from '../../support/abort-controllers.js'
 
 const ATTRIBUTES = { secretProviderClass: 'spc' }
 
@@ -77,17 +78,7 @@ t.test('a Mount the driver gives up on is aborted, with the reason', async (t) =
 })
 
 t.test('serving a Mount makes no AbortController unless the Mount logic asks for an AbortSignal', async (t) => {
-  const Original = globalThis.AbortController
-  let made = 0
-  globalThis.AbortController = class extends Original {
-    constructor() {
-      super()
-      made += 1
-    }
-  }
-  t.teardown(() => {
-    globalThis.AbortController = Original
-  })
+  const controllers = countAbortControllers(t)
   const cancels: boolean[] = []
   const { socketDir, targetPath } = await serve(t, async (deadline) => {
     cancels.push(deadline.cancel.aborted)
@@ -98,5 +89,5 @@ t.test('serving a Mount makes no AbortController unless the Mount logic asks for
     t.ok(res.ok, `Mount ${i + 1} answered ${res.message}`)
   }
   t.same(cancels, [false, false, false])
-  t.equal(made, 0, 'none made for the three Mounts (~7 µs each on Node 20)')
+  t.equal(controllers.made, 0, 'none made for the three Mounts (~7 µs each on Node 20)')
 })

@@ -5,6 +5,7 @@ import t from 'tap'
 import { Cancellation, NEVER_CANCELLED, cancelSignalOf } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { SharedCall } from '../../../src/util/shared-call.js'
+import { countAbortControllers } from '../../support/abort-controllers.js'
 
 t.test('abort runs each listener once, at once, with the reason kept', async (t) => {
   const c = new Cancellation()
@@ -101,17 +102,7 @@ t.test('a Deadline given an AbortSignal keeps it as its signal, and its cancella
 })
 
 t.test('a shared read and its waiters make no AbortController (~7 µs each on Node 20)', async (t) => {
-  const Original = globalThis.AbortController
-  let made = 0
-  globalThis.AbortController = class extends Original {
-    constructor() {
-      super()
-      made += 1
-    }
-  }
-  t.teardown(() => {
-    globalThis.AbortController = Original
-  })
+  const controllers = countAbortControllers(t)
   const mount = new Cancellation()
   let workCancel: unknown
   const call = new SharedCall<string>(async (shared) => {
@@ -125,8 +116,8 @@ t.test('a shared read and its waiters make no AbortController (~7 µs each on No
   ])
   t.same(answers, ['answer', 'answer'])
   t.ok(workCancel instanceof Cancellation, "the work listens to the shared call's cancellation")
-  t.equal(made, 0)
+  t.equal(controllers.made, 0)
   // The counting class itself works: reading a Deadline's signal makes one.
   void Deadline.in(1000, mount).signal
-  t.equal(made, 1)
+  t.equal(controllers.made, 1)
 })
