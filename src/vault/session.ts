@@ -130,6 +130,8 @@ export class VaultSession {
   private readonly sleep: Sleep
   private readonly clock: Clock
   private readonly timers: Timers
+  /** How errors name the identity (where()); made once, the identity never changes, not on every read. */
+  private whereText: string | undefined
   lastUsedAt: number
 
   /** `client` is the node-vault client of the identity's transport (http.ts: createNodeVaultClient). */
@@ -175,9 +177,6 @@ export class VaultSession {
     }
     return this.client.request(request as unknown as Parameters<typeof this.client.request>[0]) as Promise<unknown>
   }
-
-  /** How errors name the identity; made once (the identity never changes), not on every read. */
-  private whereText: string | undefined
 
   private where(): string {
     return (this.whereText ??= `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`)

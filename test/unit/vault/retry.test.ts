@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { Cancellation } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import {
   VaultCallAborted,
@@ -8,6 +9,7 @@ import {
 } from '../../../src/vault/call-errors.js'
 import {
   DEFAULT_RETRY_POLICY,
+  abortableSleep,
   backoffMs,
   delayFor,
   parseRetryAfter,
@@ -215,3 +217,23 @@ t.test('a wait between attempts ends when the caller leaves', async (t) => {
   await t.rejects(pending, VaultCallAborted)
   t.equal(n, 1, 'no attempt after the caller left')
 })
+
+t.test(
+  'abortableSleep ends at once when its cancellation aborts, and does not start for one already aborted',
+  async (t) => {
+    const cancel = new Cancellation()
+    // Were its timer left running, this file would stay alive for a minute after its tests.
+    const waiting = abortableSleep(60_000, cancel).then(
+      () => 'slept',
+      (err: unknown) => err,
+    )
+    cancel.abort()
+    t.ok((await waiting) instanceof VaultCallAborted)
+    const after = await abortableSleep(0, cancel).then(
+      () => 'slept',
+      (err: unknown) => err,
+    )
+    t.ok(after instanceof VaultCallAborted)
+    t.equal(await abortableSleep(1, new Cancellation()).then(() => 'slept'), 'slept')
+  },
+)
