@@ -61,7 +61,12 @@ export function describeRequest(req: Pick<VaultRequest, 'method' | 'path' | 'que
   return `${req.method} ${req.path}${query}`
 }
 
-function encodePath(path: string): string {
+/** Characters encodeURIComponent leaves as they are, and the separator: a path of only these is its own encoding. */
+const PATH_NEEDS_NO_ENCODING = /^[A-Za-z0-9\-_.!~*'()/]*$/
+
+/** Each segment percent-encoded; most paths need none, and are returned without splitting (this is on every Vault read). */
+export function encodePath(path: string): string {
+  if (PATH_NEEDS_NO_ENCODING.test(path)) return path
   return path
     .split('/')
     .map((s) => encodeURIComponent(s))

@@ -16,6 +16,51 @@ t.test('operations from method and path', async (t) => {
   t.equal(operationOfCall('get', 'v1/secret/login'), 'read', 'a secret merely named login is a read')
 })
 
+t.test('operationOfCall gives what its definition gives, for any leading slashes, v1/ and query', async (t) => {
+  // The definition, kept here as the oracle: strip the query, the leading slashes and one "v1/", then match.
+  const definition = (method: string, apiPath: string): string => {
+    const p = apiPath.split('?')[0]!.replace(/^\/+/, '').replace(/^v1\//, '')
+    if (/^auth\/.+\/login$/.test(p)) return 'login'
+    if (p === 'auth/token/renew-self' || p === 'sys/leases/renew') return 'renew'
+    if (p === 'auth/token/revoke-self' || p === 'sys/leases/revoke') return 'revoke'
+    if (p === 'auth/token/lookup-self' || p === 'sys/leases/lookup') return 'lookup'
+    if (p === 'sys/health') return 'health'
+    return method.toUpperCase() === 'GET' ? 'read' : 'write'
+  }
+  const prefixes = ['', '/', '//', 'v1/', '/v1/', '//v1/', '/v1//', 'v1/v1/', '?', '/v1?', '/?/', 'v1', '/v1']
+  const bodies = [
+    'auth/kubernetes/login',
+    'auth/a/b/login',
+    'auth//login',
+    'auth/token/renew-self',
+    'auth/token/revoke-self',
+    'auth/token/lookup-self',
+    'sys/leases/renew',
+    'sys/leases/revoke',
+    'sys/leases/lookup',
+    'sys/health',
+    'sys/health?standby=1',
+    'auth/x/login?y=1',
+    'auth?/x/login',
+    'sys?/health',
+    'auth',
+    'sys',
+    'authx/y/login',
+    'sysx/health',
+    'secret/data/app',
+    'secret/auth/x/login',
+    '',
+  ]
+  let compared = 0
+  for (const method of ['GET', 'get', 'POST', 'PUT', 'LIST', 'DELETE'])
+    for (const prefix of prefixes)
+      for (const body of bodies) {
+        t.equal(operationOfCall(method, prefix + body), definition(method, prefix + body), `${method} ${prefix}${body}`)
+        compared++
+      }
+  t.equal(compared, 6 * prefixes.length * bodies.length)
+})
+
 t.test('combineObservers', async (t) => {
   t.equal(combineObservers(undefined, undefined), undefined)
   const one = { vaultCall: () => undefined }

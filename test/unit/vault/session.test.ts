@@ -9,7 +9,7 @@ import { createLogger } from '../../../src/observability/logger.js'
 import type { CancelSignal } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { createNodeVaultClient } from '../../../src/vault/http.js'
-import { VaultSession, type VaultIdentity, type VaultRequest } from '../../../src/vault/session.js'
+import { VaultSession, encodePath, type VaultIdentity, type VaultRequest } from '../../../src/vault/session.js'
 import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { ManualTime } from '../../support/manual-time.js'
 
@@ -196,4 +196,38 @@ t.test('revoke() revokes the token with the token itself, then forgets it', asyn
   t.equal(revoke?.operation, 'revoke')
   await session.request(read, jwt, deadline(), 'a')
   t.equal(vault.count(/login$/), 2, 'a revoked identity logs in again')
+})
+
+t.test('encodePath: each segment as encodeURIComponent has it, whatever the characters', async (t) => {
+  // The definition: split on "/", encode each segment, join. The fast path must give the same text for every path.
+  const bySegments = (p: string): string => p.split('/').map(encodeURIComponent).join('/')
+  const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c))
+  const others = ['é', '€', '😀', '\u00a0', '\u2028', '\ud800']
+  const paths = [
+    '',
+    '/',
+    'secret/data/app',
+    'secret//data/',
+    "a-b_c.d!e~f*g'h(i)j/K9",
+    ...[...ascii, ...others].flatMap((ch) => [ch, `secret/data/${ch}`, `${ch}/x`, `x${ch}y/z`]),
+  ]
+  for (const p of paths) {
+    const want = (() => {
+      try {
+        return bySegments(p)
+      } catch (err) {
+        return err instanceof Error ? err.name : 'thrown'
+      }
+    })()
+    const got = (() => {
+      try {
+        return encodePath(p)
+      } catch (err) {
+        return err instanceof Error ? err.name : 'thrown'
+      }
+    })()
+    t.equal(got, want, JSON.stringify(p))
+  }
+  t.equal(encodePath('secret/data/app'), 'secret/data/app')
+  t.equal(encodePath('secret/data/a b?c#d'), 'secret/data/a%20b%3Fc%23d')
 })
