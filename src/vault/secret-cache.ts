@@ -136,8 +136,11 @@ export class SecretCache {
       const served = await this.serveDynamic(dynKey, dynamic, now, backend)
       if (served) return served
     }
-    const stat = this.entries.get(`${this.prefix}static|${requestKey}`)
-    if (stat && now < stat.expiresAt) return { body: stat.body, source: 'cache', kind: 'static' }
+    // Static answers are kept only with a freshness (store()); without one there is nothing to look up.
+    if (this.opts.staticFreshnessMs > 0) {
+      const stat = this.entries.get(`${this.prefix}static|${requestKey}`)
+      if (stat && now < stat.expiresAt) return { body: stat.body, source: 'cache', kind: 'static' }
+    }
 
     const sharedKey = `read|${requestKey}`
     const pending = this.inflight.get(sharedKey)
