@@ -60,12 +60,17 @@ export function combineObservers(...observers: Array<VaultObserver | undefined>)
 
 /** The operation a raw Vault API call performs, from its method and path (`/auth/jwt/login`, `/secret/data/x?version=2`). */
 export function operationOfCall(method: string, apiPath: string): VaultOperation {
-  // Only paths under auth/ and sys/ name other operations; every other call (each secret a Mount reads) is
-  // decided without splitting, copying or matching its path.
+  // Only paths under auth/ and sys/ name other operations (operationByRule): every other call (each
+  // secret a Mount reads) is decided without splitting, copying or matching its path.
   let i = 0
   while (apiPath.charCodeAt(i) === SLASH) i++
   if (apiPath.startsWith('v1/', i)) i += 3
   if (!apiPath.startsWith('auth/', i) && !apiPath.startsWith('sys/', i)) return operationOfMethod(method)
+  return operationByRule(method, apiPath)
+}
+
+/** The rule itself, for any path: without the query, the leading slashes and one `v1/`, the path names the operation. */
+export function operationByRule(method: string, apiPath: string): VaultOperation {
   const p = apiPath.split('?')[0]!.replace(/^\/+/, '').replace(/^v1\//, '')
   if (/^auth\/.+\/login$/.test(p)) return 'login'
   if (p === 'auth/token/renew-self' || p === 'sys/leases/renew') return 'renew'
