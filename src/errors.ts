@@ -115,3 +115,13 @@ export function toProviderError(err: unknown): ProviderError {
 export function q(value: string, max = 120): string {
   return JSON.stringify(safeText(value, max))
 }
+
+/**
+ * A name for an error message, or what makes it: hot paths (every Vault read, every object) pass a
+ * function, so that the text — often a q() or two — is made only when an error shows it.
+ */
+export type LazyText = string | (() => string)
+
+export function textOf(text: LazyText): string {
+  return typeof text === 'string' ? text : text()
+}

@@ -18,7 +18,6 @@ export interface SchemaValidator {
   readonly error: unknown
 }
 
-const STRING_TYPE_KEYS = ['type']
 const OBJECT_SCHEMA_KEYS = new Set(['type', 'properties', 'required'])
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -38,8 +37,8 @@ export function stringPropertiesOf(schema: object): readonly string[] | null {
   for (const name of names) {
     const p = properties[name]
     if (!isRecord(p) || p['type'] !== 'string') return null
-    const keys = Object.keys(p)
-    if (keys.length !== STRING_TYPE_KEYS.length) return null
+    // `type` and nothing else (a format, pattern or length would be tv4's to check).
+    if (Object.keys(p).length !== 1) return null
   }
   const required = schema['required']
   if (required !== undefined) {

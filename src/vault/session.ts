@@ -7,7 +7,7 @@
  * when a cached token is refused, and what the identity has read
  * (secret-cache.ts).
  */
-import { isProviderError, ProviderError, q, type ErrorCode } from '../errors.js'
+import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyText } from '../errors.js'
 import { decodeServiceAccountJwt } from '../identity/claims.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver, VaultOperation } from '../observability/vault-observer.js'
@@ -188,11 +188,10 @@ export class VaultSession {
   }
 
   /** `what` names the call in the error; a function, so that the text is made only for the error. */
-  private timeoutFor(deadline: Deadline, what: string | (() => string)): number {
+  private timeoutFor(deadline: Deadline, what: LazyText): number {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
-      const name = typeof what === 'string' ? what : what()
-      throw new ProviderError('DEADLINE_EXCEEDED', `${name}: the Mount ran out of time before this Vault call`)
+      throw new ProviderError('DEADLINE_EXCEEDED', `${textOf(what)}: the Mount ran out of time before this Vault call`)
     }
     return Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
   }
