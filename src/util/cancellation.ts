@@ -86,20 +86,35 @@ export const NEVER_CANCELLED: CancelSignal = Object.freeze({
   removeAbortListener: (): void => undefined,
 })
 
-/** An AbortSignal as a CancelSignal (its listeners are the signal's own). */
-export function cancelSignalOf(signal: AbortSignal): CancelSignal {
-  return {
-    get aborted() {
-      return signal.aborted
-    },
-    get reason() {
-      return signal.reason as unknown
-    },
-    addAbortListener(fn) {
-      signal.addEventListener('abort', fn, { once: true })
-    },
-    removeAbortListener(fn) {
-      signal.removeEventListener('abort', fn)
-    },
+/**
+ * An AbortSignal as a CancelSignal (its listeners are the signal's own). A class, not an object
+ * literal with getters: such a literal kept what its getters close over alive through V8's
+ * young-generation collections (see the Waiter in shared-call.ts).
+ */
+class AbortSignalCancel implements CancelSignal {
+  private readonly signal: AbortSignal
+
+  constructor(signal: AbortSignal) {
+    this.signal = signal
   }
+
+  get aborted(): boolean {
+    return this.signal.aborted
+  }
+
+  get reason(): unknown {
+    return this.signal.reason as unknown
+  }
+
+  addAbortListener(fn: () => void): void {
+    this.signal.addEventListener('abort', fn, { once: true })
+  }
+
+  removeAbortListener(fn: () => void): void {
+    this.signal.removeEventListener('abort', fn)
+  }
+}
+
+export function cancelSignalOf(signal: AbortSignal): CancelSignal {
+  return new AbortSignalCancel(signal)
 }

@@ -49,26 +49,35 @@ export function stringPropertiesOf(schema: object): readonly string[] | null {
 }
 
 /** `tv4` with the fast answer above in front of it; the shape of each schema is worked out once. */
-export function withStringPropertiesFastPath(tv4: SchemaValidator): SchemaValidator {
-  const shapes = new WeakMap<object, readonly string[] | null>()
-  let error: unknown = null
-  return {
-    get error() {
-      return error
-    },
-    validate(data, schema) {
-      let names = shapes.get(schema)
-      if (names === undefined) {
-        names = stringPropertiesOf(schema)
-        shapes.set(schema, names)
-      }
-      if (names !== null && isRecord(data) && names.every((n) => typeof data[n] === 'string')) {
-        error = null
-        return true
-      }
-      const valid = tv4.validate(data, schema)
-      error = tv4.error
-      return valid
-    },
+class FastPathValidator implements SchemaValidator {
+  private readonly tv4: SchemaValidator
+  private readonly shapes = new WeakMap<object, readonly string[] | null>()
+  private lastError: unknown = null
+
+  constructor(tv4: SchemaValidator) {
+    this.tv4 = tv4
   }
+
+  get error(): unknown {
+    return this.lastError
+  }
+
+  validate(data: unknown, schema: object): boolean {
+    let names = this.shapes.get(schema)
+    if (names === undefined) {
+      names = stringPropertiesOf(schema)
+      this.shapes.set(schema, names)
+    }
+    if (names !== null && isRecord(data) && names.every((n) => typeof data[n] === 'string')) {
+      this.lastError = null
+      return true
+    }
+    const valid = this.tv4.validate(data, schema)
+    this.lastError = this.tv4.error
+    return valid
+  }
+}
+
+export function withStringPropertiesFastPath(tv4: SchemaValidator): SchemaValidator {
+  return new FastPathValidator(tv4)
 }
