@@ -134,3 +134,42 @@ t.test(
     answer.resolve('late')
   },
 )
+
+t.test('finished shared calls leave nothing for a full GC: the young generation collects them', async (t) => {
+  // A child process, so that nothing else of this test run is on its heap. Each call's answer is an
+  // 80 KB array; 4,000 of them are 320 MB. When something old (a waiter that V8 keeps alive through
+  // young collections, as an object literal with a getter was: see Waiter in shared-call.ts) holds a
+  // call's answer, the answers are promoted and the old generation fills again and again. Collected
+  // young, there is no full collection. Counts of collections, not times.
+  const loader = process.execArgv.filter((a) => a.includes('@tapjs/typescript'))
+  const source = (p: string): string => JSON.stringify(new URL(`../../../src/util/${p}`, import.meta.url).href)
+  const script = `
+    const { SharedCall } = await import(${source('shared-call.ts')})
+    const { Deadline } = await import(${source('deadline.ts')})
+    const { PerformanceObserver, constants } = await import('node:perf_hooks')
+    const seen = { major: 0, minor: 0 }
+    const observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) seen.major++
+        else if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MINOR) seen.minor++
+      }
+    })
+    observer.observe({ entryTypes: ['gc'] })
+    for (let i = 0; i < 4000; i++) {
+      const call = new SharedCall(async () => ({ answer: new Array(10000).fill(i) }))
+      await call.join(Deadline.in(30000), () => new Error('gave up'))
+    }
+    await new Promise((r) => setTimeout(r, 50))
+    observer.disconnect()
+    console.log(JSON.stringify(seen))
+  `
+  const { execFileSync } = await import('node:child_process')
+  const stdout = execFileSync(
+    process.execPath,
+    [...loader, '--max-semi-space-size=1', '--input-type=module', '-e', script],
+    { encoding: 'utf8' },
+  )
+  const seen = JSON.parse(stdout.trim().split('\n').pop()!) as { major: number; minor: number }
+  t.ok(seen.minor > 20, `the young generation collected (${seen.minor} times)`)
+  t.ok(seen.major < 2, `${seen.major} full collections`)
+})
