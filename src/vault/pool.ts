@@ -8,7 +8,10 @@
  * policy-equivalent). A token is only ever used for the identity that
  * obtained it.
  */
+import { createRequire } from 'node:module'
 import { LRUCache } from 'lru-cache'
+import type NodeVaultModule from 'node-vault'
+import type Tv4Module from 'tv4'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../config/config.js'
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver } from '../observability/vault-observer.js'
@@ -29,6 +32,9 @@ import {
   type TransportSource,
   type VaultCaller,
 } from './transport.js'
+
+/** node-vault and tv4 are CommonJS: loaded with require() at the first Vault call (importNodeVault). */
+const requireModule = createRequire(import.meta.url)
 
 export type IdentityScope = IdentityScopeName
 
@@ -61,15 +67,17 @@ export interface SessionPoolOptions {
   sleep?: Sleep
   retryPolicy?: RetryPolicy
 }
-
 /**
  * node-vault as the daemon loads it: with the stand-in for the axios it never calls (no-axios.ts),
  * and its clients validating requests through the fast path in front of tv4 (request-validator.ts).
  */
 export async function importNodeVault(): Promise<NodeVaultFactory> {
   installAxiosStandIn()
-  const [nodeVault, tv4] = await Promise.all([import('node-vault'), import('tv4')])
-  return withRequestValidator(nodeVault.default, withStringPropertiesFastPath(tv4.default))
+  // require(), not import(): both are CommonJS (the same loader either way), and import() does not
+  // survive the daemon's code cache (src/launcher: Node loses the loader a cached script's import() needs).
+  const nodeVault = requireModule('node-vault') as typeof NodeVaultModule
+  const tv4 = requireModule('tv4') as typeof Tv4Module
+  return withRequestValidator(nodeVault, withStringPropertiesFastPath(tv4))
 }
 
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
