@@ -15,11 +15,16 @@
  * scripts/bundle.mjs), as the image runs ours.
  *
  *   node dist/bench/floor-provider.bundle.js -endpoint=/path/vault.sock [-vault-addr=URL] [other flags, ignored]
- *   node dist/bench/floor-provider.bundle.js -version   (loads what it loads before serving, exits:
- *                                                         fills V8's compile cache as ours does)
+ *   node dist/bench/floor-provider.bundle.js -fill-code-cache   (the launcher: fills V8's code cache
+ *                                                                 from a start, as ours does)
  */
+import { realpathSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
+import type * as Undici from 'undici'
 import type { Pool } from 'undici'
+import type * as Yaml from 'yaml'
 import { loadProviderClient } from '../src/server/proto.js'
 
 /**
@@ -28,7 +33,10 @@ import { loadProviderClient } from '../src/server/proto.js'
  * these parts that serves the driver as soon as it can (footprint scenario).
  */
 const libraries = once(async () => {
-  const [undici, yaml] = await Promise.all([import('undici'), import('yaml')])
+  // require(), as ours loads them: import() does not survive the launcher's code cache.
+  const require = createRequire(import.meta.url)
+  const undici = require('undici') as typeof Undici
+  const yaml = require('yaml') as typeof Yaml
   return { Pool: undici.Pool, parse: yaml.parse }
 })
 
@@ -88,10 +96,10 @@ function login(address: string, mount: string, role: string, jwt: string): Promi
   return t
 }
 
-async function mount(req: MountRequest): Promise<object> {
+async function mount(req: MountRequest, argv: readonly string[]): Promise<object> {
   const attrs = JSON.parse(req.attributes) as Record<string, string>
   // The pod's vaultAddress, else the address the provider was started with, as ours does.
-  const address = attrs['vaultAddress'] ?? defaultVaultAddress()
+  const address = attrs['vaultAddress'] ?? defaultVaultAddress(argv)
   const jwt = (JSON.parse(attrs['csi.storage.k8s.io/serviceAccount.tokens']!) as { vault: { token: string } }).vault
     .token
   const token = await login(address, attrs['vaultKubernetesMountPath'] ?? 'kubernetes', attrs['roleName']!, jwt)
@@ -111,38 +119,51 @@ async function mount(req: MountRequest): Promise<object> {
   return { object_version: objects.map((o) => ({ id: o.objectName, version: '0' })), files }
 }
 
-function flag(name: string): string | undefined {
-  return process.argv.find((a) => a.startsWith(`-${name}=`))?.slice(name.length + 2)
+function flag(argv: readonly string[], name: string): string | undefined {
+  return argv.find((a) => a.startsWith(`-${name}=`))?.slice(name.length + 2)
 }
 
-function defaultVaultAddress(): string {
-  const address = flag('vault-addr')
+function defaultVaultAddress(argv: readonly string[]): string {
+  const address = flag(argv, 'vault-addr')
   if (address === undefined) throw new Error('no vaultAddress and no -vault-addr')
   return address
 }
 
-function main(): void {
-  if (process.argv.includes('-version')) {
+/**
+ * Serves until SIGTERM; resolves once the socket is bound. The bench runs it as it runs ours: through
+ * the launcher (dist/bench/floor-provider.bundle.js, scripts/bundle.mjs), which calls this, and
+ * whose -fill-code-cache fills V8's code cache from a start.
+ */
+export async function startDaemon(argv: readonly string[]): Promise<void> {
+  if (argv.includes('-version')) {
     process.stdout.write('floor-provider\n')
     return
   }
-  const endpoint = flag('endpoint')
+  const endpoint = flag(argv, 'endpoint')
   if (endpoint === undefined) throw new Error('usage: floor-provider.js -endpoint=<socket path>')
   const server = new grpc.Server()
   server.addService(loadProviderClient().service, {
     Version: (_call: unknown, cb: grpc.sendUnaryData<object>) =>
       cb(null, { version: 'v1alpha1', runtimeName: 'floor', runtimeVersion: '0' }),
     Mount: (call: grpc.ServerUnaryCall<MountRequest, object>, cb: grpc.sendUnaryData<object>) => {
-      mount(call.request).then(
+      mount(call.request, argv).then(
         (r) => cb(null, r),
         (err: unknown) => cb({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) }),
       )
     },
   })
-  server.bindAsync(`unix://${endpoint}`, grpc.ServerCredentials.createInsecure(), (err) => {
-    if (err) throw err
-  })
   process.once('SIGTERM', () => server.tryShutdown(() => process.exit(0)))
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${endpoint}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  )
 }
 
-main()
+/** True when this file is the process's entry (`node dist/bench/floor-provider.js`), not the launcher's. */
+function isEntryPoint(): boolean {
+  const entry = process.argv[1]
+  return entry !== undefined && realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url))
+}
+
+if (isEntryPoint()) void startDaemon(process.argv.slice(2))

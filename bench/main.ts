@@ -109,7 +109,7 @@ function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): stri
     `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.` +
       (!compileCache
         ? ''
-        : " As the image's build does, V8's compile cache (NODE_COMPILE_CACHE, Node ≥ 22.1; Node 20 ignores it) is filled once per Node binary by the daemon's script with those flags and `-version` before its first start, and so for the floor's (older builds run without it)."),
+        : " As the image's build does, V8's code caches in NODE_COMPILE_CACHE are filled once per Node binary by the daemon's script with those flags and `-fill-code-cache` before its first start: the launcher's cache of the functions a start compiled (every Node) and Node's own compile cache (Node ≥ 22.1). The floor runs through the same launcher and is filled the same way (older builds run without either)."),
     ...(o.imageNode === undefined
       ? []
       : [

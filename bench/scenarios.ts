@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
+import { imageCacheFill } from '../test/support/image.js'
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
 import {
   attributesFor,
@@ -127,12 +128,14 @@ function hmacGets(world: World): number {
 }
 
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
+const IMAGE_CACHE_FILL = imageCacheFill()
 
 /**
- * The compile cache as the image's build fills it: the daemon's script (or the floor's) run once
- * with the image's flags and -version (it loads every module the script loads before serving).
- * Node keys the entries by its version, so each Node binary fills its own. Node 20 has no compile
- * cache and ignores the variable.
+ * The code caches as the image's build fills them: the script (ours, or the floor's, which runs
+ * through the same launcher) run once with the image's flags and the build's fill arguments
+ * (imageCacheFill: -fill-code-cache, which starts it, writes the launcher's cache of the functions
+ * a start compiled and Node's own compile cache, and stops it). Both name the Node version, so each
+ * Node binary fills its own. Node 20 has no compile cache of its own; the launcher's works on it too.
  */
 function compileCacheFor(ctx: Context, v: Variant): string | undefined {
   const cache = ctx.compileCache
@@ -142,12 +145,12 @@ function compileCacheFor(ctx: Context, v: Variant): string | undefined {
   const main = v.main ?? OUR_MAIN
   const key = `${nodeBin} ${main}`
   if (!cache.filled.has(key)) {
-    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, '-version'], {
+    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, ...IMAGE_CACHE_FILL], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_COMPILE_CACHE: cache.dir },
       encoding: 'utf8',
-      timeout: 30_000,
+      timeout: 60_000,
     })
-    if (r.status !== 0) throw new Error(`filling the compile cache failed: ${r.stderr || r.error?.message || ''}`)
+    if (r.status !== 0) throw new Error(`filling the code cache failed: ${r.stderr || r.error?.message || ''}`)
     cache.filled.add(key)
   }
   return cache.dir

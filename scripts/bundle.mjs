@@ -1,28 +1,38 @@
-// Writes dist/daemon.js: the daemon (tsc's dist/src/main.js and the modules it imports) joined into
-// one ES module by esbuild, with its source map dist/daemon.js.map (mapped through tsc's maps to
-// src/*.ts). The image runs it. Why: Node resolves, reads, compiles and links each module on its
-// own, and the daemon's ~60 modules cost ~35–45 ms of every start (npm run bench, footprint).
-// The packages the daemon loads before its socket serves (EAGER_PACKAGES: gRPC, the logger, the
-// LRU; and the gRPC messages' code with protobufjs/minimal) go into the file too, with the packages
-// they require: ~115 files Node would otherwise resolve and read one by one, 45–50 ms of every
-// start. Every other package stays outside, loaded from node_modules when first needed: bundling
-// all of them held ~25 MiB more after the first Mounts (undici, yaml and node-vault must stay lazy;
-// docs/architecture.md).
+// Writes the daemon as the image runs it:
+// - dist/daemon-main.cjs: the daemon (tsc's dist/src/main.js and the modules it imports) joined into
+//   one file by esbuild, with its source map dist/daemon-main.cjs.map (mapped through tsc's maps to
+//   src/*.ts). Why one file: Node resolves, reads, compiles and links each module on its own, and the
+//   daemon's ~60 modules cost ~35–45 ms of every start (npm run bench, footprint). The packages the
+//   daemon loads before its socket serves (EAGER_PACKAGES: gRPC, the logger, the LRU; and the gRPC
+//   messages' code with protobufjs/minimal) go into the file too, with the packages they require:
+//   ~115 files Node would otherwise resolve and read one by one, 45–50 ms of every start. Every other
+//   package stays outside, loaded from node_modules when first needed: bundling all of them held
+//   ~25 MiB more after the first Mounts (undici, yaml and node-vault must stay lazy;
+//   docs/architecture.md).
+// - dist/daemon.js: the launcher (src/launcher/main.ts), which runs dist/daemon-main.cjs from a V8
+//   code cache made after a start (-fill-code-cache). That is why the joined modules are CommonJS:
+//   the launcher compiles them as a script with node:vm, whose code cache V8 can make after it
+//   ran, with the functions a start compiled.
 //
-// It also writes dist/bench/floor-provider.bundle.js, the bench's floor (bench/floor-provider.ts)
-// bundled the same way, when tsc compiled it (not in the image's build).
+// It also writes the bench's floor (bench/floor-provider.ts) the same way, when tsc compiled it (not
+// in the image's build): dist/bench/floor-provider.main.cjs and its launcher
+// dist/bench/floor-provider.bundle.js.
 //
 //   node scripts/bundle.mjs      (npm run build runs it after tsc)
-import { existsSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import process from 'node:process'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-/** The daemon's entry in tsc's output, and the bundle, relative to the package root. */
+/** The daemon's entry in tsc's output, and its modules joined, relative to the package root. */
 export const DAEMON_ENTRY = path.join('dist', 'src', 'main.js')
-export const DAEMON_BUNDLE = path.join('dist', 'daemon.js')
+export const DAEMON_BUNDLE = path.join('dist', 'daemon-main.cjs')
+/** The launcher in tsc's output, and bundled: the file the image runs (`node dist/daemon.js`). */
+export const LAUNCHER_ENTRY = path.join('dist', 'src', 'launcher', 'main.js')
+export const LAUNCHER_BUNDLE = path.join('dist', 'daemon.js')
 
 /**
  * Node's own modules (`node:*`) are loaded with require(), not ES `import`. An ES import of a
@@ -57,11 +67,13 @@ export const EAGER_PACKAGES = ['@grpc/grpc-js', 'pino', 'lru-cache']
 const OUR_MODULES = [path.join(root, 'dist', 'src') + path.sep, path.join(root, 'dist', 'bench') + path.sep]
 
 /**
- * The latency and footprint scenarios' floor (bench/floor-provider.ts), bundled as the daemon is so
- * that its start-up compares: gRPC inside, undici and yaml loaded at its first Mount, as ours does.
+ * The latency and footprint scenarios' floor (bench/floor-provider.ts), built as the daemon is so
+ * that its start-up compares: gRPC inside, undici and yaml loaded at its first Mount, as ours does;
+ * FLOOR_BUNDLE is its launcher (the same src/launcher), FLOOR_MAIN_BUNDLE its modules joined.
  */
 export const FLOOR_ENTRY = path.join('dist', 'bench', 'floor-provider.js')
 export const FLOOR_BUNDLE = path.join('dist', 'bench', 'floor-provider.bundle.js')
+export const FLOOR_MAIN_BUNDLE = path.join('dist', 'bench', 'floor-provider.main.cjs')
 const FLOOR_EAGER_PACKAGES = ['@grpc/grpc-js']
 
 /**
@@ -97,23 +109,81 @@ const eagerPackagesOnly = (eager) => ({
   },
 })
 
-const BANNER =
+/** An ES module's `require`, for the stand-ins of Node's built-ins (builtinsByRequire). */
+const ESM_BANNER =
   "import { createRequire as __vcpCreateRequire } from 'node:module'\nconst require = __vcpCreateRequire(import.meta.url)"
 
 /**
- * Builds the daemon's bundle; resolves with esbuild's warnings (there should be none) and its
- * metafile (what went in, what the output imports).
+ * dist/daemon-main.cjs is a CommonJS module: the launcher compiles it inside CommonJS's function
+ * wrapper with node:vm (or require()s it when source maps are on). Our modules' `import.meta.url`
+ * becomes the file's URL (MAIN_DEFINE): they find package.json and node_modules from it. The
+ * directive comes first: esbuild's own "use strict" follows this banner, where it does nothing.
  */
-export function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
-  return bundleOne(DAEMON_ENTRY, outfile, EAGER_PACKAGES)
+const MAIN_BANNER = "'use strict';const __vcpImportMetaUrl = require('node:url').pathToFileURL(__filename).href;"
+const MAIN_DEFINE = { 'import.meta.url': '__vcpImportMetaUrl' }
+
+/** Node's built-ins stay require() calls in CommonJS output. */
+const builtinsExternal = {
+  name: 'builtins-external',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, external: true }))
+  },
 }
 
-/** Builds the floor's bundle (FLOOR_BUNDLE); resolves as bundle() does. */
-export function bundleFloor(outfile = path.join(root, FLOOR_BUNDLE)) {
-  return bundleOne(FLOOR_ENTRY, outfile, FLOOR_EAGER_PACKAGES)
+/**
+ * Builds the daemon into `outDir` (default dist/): its modules joined (DAEMON_BUNDLE's name) and the
+ * launcher (LAUNCHER_BUNDLE's name). Resolves with esbuild's warnings (there should be none) and the
+ * metafiles (what went in, what the outputs import).
+ */
+export function bundle(outDir = path.join(root, 'dist')) {
+  return bundleLaunched(
+    DAEMON_ENTRY,
+    path.join(outDir, path.basename(DAEMON_BUNDLE)),
+    path.join(outDir, path.basename(LAUNCHER_BUNDLE)),
+    EAGER_PACKAGES,
+  )
 }
 
-async function bundleOne(entry, outfile, eager) {
+/** Builds the floor into `outDir` (default dist/bench/) as the daemon is built; resolves as bundle() does. */
+export function bundleFloor(outDir = path.join(root, path.dirname(FLOOR_BUNDLE))) {
+  return bundleLaunched(
+    FLOOR_ENTRY,
+    path.join(outDir, path.basename(FLOOR_MAIN_BUNDLE)),
+    path.join(outDir, path.basename(FLOOR_BUNDLE)),
+    FLOOR_EAGER_PACKAGES,
+  )
+}
+
+/**
+ * `entry` joined into `mainFile` (CommonJS), and the launcher into `launcherFile`, carrying the joined
+ * file's name and SHA-256 (V8 checks only a script's length before it takes a cache, so the cache's
+ * name must say which text it is for).
+ */
+async function bundleLaunched(entry, mainFile, launcherFile, eager) {
+  const main = await bundleOne(entry, mainFile, eager, {
+    format: 'cjs',
+    plugins: [builtinsExternal],
+    banner: { js: MAIN_BANNER },
+    define: MAIN_DEFINE,
+  })
+  const sha256 = createHash('sha256').update(readFileSync(mainFile)).digest('hex')
+  const launcher = await bundleOne(LAUNCHER_ENTRY, launcherFile, [], {
+    sourcemap: false,
+    define: {
+      __VCP_DAEMON_MAIN_FILE__: JSON.stringify(path.basename(mainFile)),
+      __VCP_DAEMON_MAIN_SHA256__: JSON.stringify(sha256),
+    },
+  })
+  return {
+    warnings: [...main.warnings, ...launcher.warnings],
+    metafile: main.metafile,
+    launcherMetafile: launcher.metafile,
+  }
+}
+
+/** One esbuild run; `options` overrides the ES module defaults (format, plugins, banner…). */
+async function bundleOne(entry, outfile, eager, options = {}) {
+  const { plugins = [builtinsByRequire], ...rest } = options
   const result = await build({
     absWorkingDir: root,
     entryPoints: [entry],
@@ -132,10 +202,11 @@ async function bundleOne(entry, outfile, eager) {
     // The packages inside are production dependencies (or theirs): the image installs them in
     // node_modules as well, with their licence files.
     legalComments: 'none',
-    plugins: [builtinsByRequire, eagerPackagesOnly(eager)],
-    banner: { js: BANNER },
+    banner: { js: ESM_BANNER },
     logLevel: 'silent',
     metafile: true,
+    ...rest,
+    plugins: [...plugins, eagerPackagesOnly(eager)],
   })
   return { warnings: result.warnings, metafile: result.metafile }
 }

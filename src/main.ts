@@ -1,8 +1,8 @@
-#!/usr/bin/env node
 /**
  * The daemon: `node dist/daemon.js -endpoint=/provider/vault.sock …` (this module and those it
- * imports, joined by scripts/bundle.mjs; `node dist/src/main.js` runs the same code unjoined)
- * (also `vault-csi-provider serve …`, which calls runDaemon).
+ * imports, joined by scripts/bundle.mjs into dist/daemon-main.cjs, which the launcher
+ * src/launcher/main.ts runs from V8's code cache; `node dist/src/main.js` runs the same code
+ * unjoined) (also `vault-csi-provider serve …`, which calls runDaemon).
  */
 import { realpathSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
@@ -100,9 +100,15 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
-  runDaemon(process.argv.slice(2)).catch((err: unknown) => {
+/**
+ * Runs the daemon as its process's entry (this module's, or the launcher's): resolves once it
+ * serves; a start-up failure is printed and the process exits 1.
+ */
+export function startDaemon(argv: readonly string[]): Promise<void> {
+  return runDaemon(argv).catch((err: unknown) => {
     process.stderr.write(`${RUNTIME_NAME}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
     process.exit(1)
   })
 }
+
+if (isEntryPoint()) void startDaemon(process.argv.slice(2))

@@ -13,6 +13,24 @@ export function imageEntrypoint(): string[] {
   return JSON.parse(m[1]!) as string[]
 }
 
+/**
+ * The arguments the image's build fills V8's code caches with: the runtime stage's RUN after its
+ * USER runs the ENTRYPOINT's node and script, followed by these (`-fill-code-cache`).
+ */
+export function imageCacheFill(): string[] {
+  const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
+  const afterUser = runtime.slice(runtime.search(/^USER\s/m))
+  const m = /^RUN\s+(\[.*\])\s*$/m.exec(afterUser)
+  if (!m) throw new Error('Dockerfile: no exec-form RUN after the runtime stage’s USER')
+  const run = JSON.parse(m[1]!) as string[]
+  const entrypoint = imageEntrypoint()
+  if (run.slice(0, entrypoint.length).join('\0') !== entrypoint.join('\0')) {
+    throw new Error('Dockerfile: the RUN after USER does not run the ENTRYPOINT')
+  }
+  return run.slice(entrypoint.length)
+}
+
 /** The value of an `ENV NAME=value` line of the Dockerfile's runtime stage (the last one), or undefined. */
 export function imageEnv(name: string): string | undefined {
   const dockerfile = readFileSync(join(PACKAGE_ROOT, 'Dockerfile'), 'utf8')

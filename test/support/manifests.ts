@@ -34,7 +34,7 @@ export interface RunResult {
 export function run(
   cmd: string,
   args: string[],
-  opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+  opts: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv; uid?: number; gid?: number } = {},
 ): Promise<RunResult> {
   if (cmd.startsWith('/') && !existsSync(cmd)) {
     return Promise.reject(new Error(`${cmd} is missing: run scripts/setup.sh first`))
@@ -49,6 +49,8 @@ export function run(
         maxBuffer: 32 * 1024 * 1024,
         encoding: 'utf8',
         timeout: 120_000,
+        ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
+        ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
       },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0

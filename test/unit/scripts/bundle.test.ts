@@ -1,7 +1,9 @@
-// scripts/bundle.mjs: the daemon as the image runs it (dist/daemon.js), tsc's output joined by esbuild.
+// scripts/bundle.mjs: the daemon as the image runs it: the launcher (dist/daemon.js) and tsc's
+// output of the daemon's modules joined by esbuild (dist/daemon-main.cjs).
+import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
-import { builtinModules } from 'node:module'
-import { join } from 'node:path'
+import { builtinModules, createRequire } from 'node:module'
+import { basename, join } from 'node:path'
 import t from 'tap'
 import {
   DAEMON_BUNDLE,
@@ -9,6 +11,9 @@ import {
   EAGER_PACKAGES,
   FLOOR_BUNDLE,
   FLOOR_ENTRY,
+  FLOOR_MAIN_BUNDLE,
+  LAUNCHER_BUNDLE,
+  LAUNCHER_ENTRY,
   NEVER_LOADED_DEPENDENCIES,
   bundle,
   bundleFloor,
@@ -21,54 +26,86 @@ const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8'
   dependencies: Record<string, string>
 }
 
-t.test('dist/daemon.js is the bundle of the current dist/src (npm run build writes both)', async (t) => {
+t.test(
+  'dist/daemon.js and dist/daemon-main.cjs are those of the current dist/src (npm run build writes them)',
+  async (t) => {
+    const tmp = await makeTempDir('vcp-bundle-')
+    t.teardown(tmp.cleanup)
+    // Same file names, so that the sourceMappingURL comment and the launcher's reference are the same too.
+    const { warnings } = await bundle(tmp.path)
+    t.same(warnings, [], 'esbuild warns about nothing')
+    for (const file of [DAEMON_BUNDLE, LAUNCHER_BUNDLE]) {
+      t.equal(
+        await readFile(join(PACKAGE_ROOT, file), 'utf8'),
+        await readFile(join(tmp.path, basename(file)), 'utf8'),
+        `${file} is stale: run npm run build`,
+      )
+    }
+  },
+)
+
+t.test('the launcher names the joined modules’ file and its SHA-256, and loads nothing but built-ins', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
-  // Same file name, so that the sourceMappingURL comment at its end is the same too.
-  const fresh = join(tmp.path, 'daemon.js')
-  const { warnings } = await bundle(fresh)
-  t.same(warnings, [], 'esbuild warns about nothing')
-  t.equal(
-    await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8'),
-    await readFile(fresh, 'utf8'),
-    `${DAEMON_BUNDLE} is stale: run npm run build`,
+  const { launcherMetafile } = await bundle(tmp.path)
+  const main = await readFile(join(tmp.path, basename(DAEMON_BUNDLE)))
+  const sha256 = createHash('sha256').update(main).digest('hex')
+  const launcher = await readFile(join(tmp.path, basename(LAUNCHER_BUNDLE)), 'utf8')
+  t.match(launcher, `"${basename(DAEMON_BUNDLE)}"`, 'the joined modules’ file')
+  t.match(launcher, `"${sha256}"`, 'the SHA-256 of their text: the cache’s name will name this text')
+  const inputs = Object.keys(launcherMetafile.inputs)
+  t.same(
+    inputs.filter((f) => !f.startsWith('builtin:node:')).sort(),
+    [LAUNCHER_ENTRY, 'dist/src/launcher/code-cache.js', 'dist/src/package-info.js'].sort(),
+    'its own two modules and the package’s name, nothing of the daemon',
+  )
+  const output = Object.values(launcherMetafile.outputs).find((o) => o.entryPoint === LAUNCHER_ENTRY)
+  t.same(
+    (output?.imports ?? []).filter((i) => i.kind !== 'require-call').map((i) => `${i.kind} ${i.path}`),
+    [],
+    'built-ins through require() stand-ins: no ES facade runs their lazy loaders',
+  )
+  t.match(
+    launcher,
+    /^import \{ createRequire as __vcpCreateRequire \} from 'node:module'$/m,
+    'but node:module, for its createRequire',
   )
 })
 
-t.test('Node’s built-ins are required, not imported: no ES facade runs their lazy loaders', async (t) => {
+t.test('the joined modules are one strict CommonJS module, with built-ins required', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
-  const { metafile } = await bundle(join(tmp.path, 'daemon.js'))
+  const { metafile } = await bundle(tmp.path)
   const output = Object.values(metafile.outputs).find((o) => o.entryPoint === DAEMON_ENTRY)
-  const builtins = new Set(builtinModules)
-  const esImports = (output?.imports ?? [])
-    .filter((i) => i.kind !== 'require-call' && (i.path.startsWith('node:') || builtins.has(i.path)))
-    .map((i) => `${i.kind} ${i.path}`)
-  t.same(esImports, [], 'no built-in is imported by the bundled code')
-  const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
-  t.match(
-    text,
-    /^import \{ createRequire as __vcpCreateRequire \} from 'node:module'$/m,
-    'but node:module, in the banner, for its createRequire',
+  t.same(
+    (output?.imports ?? []).filter((i) => i.kind !== 'require-call'),
+    [],
+    'only require(): a node:vm script has no ES imports, and its import() finds no loader once from V8’s code cache',
   )
-  t.match(text, /__require\("node:http"\)/, 'node:http through require()')
+  const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
+  t.match(text, /^'use strict';/, 'the strict directive first (ES modules were strict), no #! line')
+  t.notMatch(text, /import\.meta/, 'import.meta.url replaced by the file’s URL')
+  t.match(text, /require\("node:http"\)/, 'node:http through require()')
+  // A CommonJS module Node's own loader can run as well, here in this process.
+  const main = createRequire(import.meta.url)(join(PACKAGE_ROOT, DAEMON_BUNDLE)) as Record<string, unknown>
+  t.type(main['startDaemon'], 'function', 'it exports startDaemon (src/main.ts)')
 })
 
 t.test(
-  'the bundle is minified but for its names: V8 keeps its whole text for as long as the daemon runs',
+  'the joined modules are minified but for their names: V8 keeps the whole text for as long as the daemon runs',
   async (t) => {
     const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
     t.notMatch(text, /^\s*\/\/ /m, 'no line comments')
     t.notMatch(text, /\n {2}/, 'no indentation')
     t.match(text, /function runMount\(/, 'function names kept (stack traces name them)')
-    t.match(text, /\n\/\/# sourceMappingURL=daemon\.js\.map\n?$/, 'with its source map')
+    t.match(text, /\n\/\/# sourceMappingURL=daemon-main\.cjs\.map\n?$/, 'with its source map')
   },
 )
 
-t.test('the bundle holds our modules and the packages loaded before the socket serves, and no other', async (t) => {
+t.test('the joined modules hold ours and the packages loaded before the socket serves, and no other', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
-  const { metafile } = await bundle(join(tmp.path, 'daemon.js'))
+  const { metafile } = await bundle(tmp.path)
   const inputs = Object.keys(metafile.inputs)
   t.ok(inputs.includes(DAEMON_ENTRY), `${DAEMON_ENTRY} is the entry`)
   const fromPackages = inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:'))
@@ -84,12 +121,11 @@ t.test('the bundle holds our modules and the packages loaded before the socket s
   for (const p of ['undici', 'node-vault', 'yaml', 'mustache', 'prom-client', 'axios']) {
     t.notOk(bundled.has(p), `${p} is not inside (it loads when first needed, or never)`)
   }
-  t.ok(inputs.includes('builtin:node:http'), 'Node’s built-ins go through the require() stand-ins')
   t.notOk(
     inputs.some((f) => f.startsWith('dist/src/cli/')),
     'the CLI is not part of the daemon',
   )
-  const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith('.js'))?.[1]
+  const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith('.cjs'))?.[1]
   const builtins = new Set(builtinModules)
   const packages = output!.imports
     .map((i) => i.path)
@@ -123,22 +159,26 @@ t.test('the bundle holds our modules and the packages loaded before the socket s
     [],
     'no eager package is also imported from node_modules (one copy of each)',
   )
-  const lazy = output!.imports.filter((i) => i.kind === 'dynamic-import').map((i) => packageOf(i.path))
-  t.ok(lazy.includes('undici') && lazy.includes('node-vault'), 'undici and node-vault stay lazy (first Mount)')
 })
 
-t.test('the bench’s floor is bundled the same way: gRPC inside, undici and yaml at its first Mount', async (t) => {
+t.test('the bench’s floor is built the same way: gRPC inside, undici and yaml at its first Mount', async (t) => {
   const tmp = await makeTempDir('vcp-bundle-')
   t.teardown(tmp.cleanup)
-  const fresh = join(tmp.path, 'floor-provider.bundle.js')
-  const { warnings, metafile } = await bundleFloor(fresh)
+  const { warnings, metafile, launcherMetafile } = await bundleFloor(tmp.path)
   t.same(warnings, [], 'esbuild warns about nothing')
-  t.equal(
-    await readFile(join(PACKAGE_ROOT, FLOOR_BUNDLE), 'utf8'),
-    await readFile(fresh, 'utf8'),
-    `${FLOOR_BUNDLE} is stale: run npm run build`,
-  )
+  for (const file of [FLOOR_BUNDLE, FLOOR_MAIN_BUNDLE]) {
+    t.equal(
+      await readFile(join(PACKAGE_ROOT, file), 'utf8'),
+      await readFile(join(tmp.path, basename(file)), 'utf8'),
+      `${file} is stale: run npm run build`,
+    )
+  }
   t.ok(Object.keys(metafile.inputs).includes(FLOOR_ENTRY), `${FLOOR_ENTRY} is the entry`)
+  t.ok(Object.keys(launcherMetafile.inputs).includes(LAUNCHER_ENTRY), 'run by the daemon’s launcher')
+  const sha256 = createHash('sha256')
+    .update(await readFile(join(tmp.path, basename(FLOOR_MAIN_BUNDLE))))
+    .digest('hex')
+  t.match(await readFile(join(tmp.path, basename(FLOOR_BUNDLE)), 'utf8'), `"${sha256}"`, 'named by its own text')
   const bundled = new Set(
     Object.keys(metafile.inputs)
       .filter((f) => f.startsWith('node_modules/'))
@@ -147,6 +187,9 @@ t.test('the bench’s floor is bundled the same way: gRPC inside, undici and yam
   t.ok(bundled.has('@grpc/grpc-js'), 'grpc-js is inside, as in the daemon')
   for (const p of ['undici', 'yaml']) t.notOk(bundled.has(p), `${p} is not inside`)
   const output = Object.values(metafile.outputs).find((o) => o.entryPoint === FLOOR_ENTRY)
-  const lazy = (output?.imports ?? []).filter((i) => i.kind === 'dynamic-import').map((i) => packageOf(i.path))
-  t.same(lazy.sort(), ['undici', 'yaml'], 'undici and yaml load at the first Mount, as the daemon loads them')
+  t.same(
+    (output?.imports ?? []).filter((i) => i.kind !== 'require-call'),
+    [],
+    'only require(), as in the daemon (its import() would find no loader once from V8’s code cache)',
+  )
 })
