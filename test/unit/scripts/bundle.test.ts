@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { builtinModules, createRequire } from 'node:module'
 import { basename, join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   DAEMON_BUNDLE,
   DAEMON_ENTRY,
@@ -26,6 +26,17 @@ const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8'
   dependencies: Record<string, string>
 }
 
+/** The files npm run build wrote are those just built into `fresh` (same names). */
+async function sameAsBuilt(t: Test, fresh: string, files: string[]): Promise<void> {
+  for (const file of files) {
+    t.equal(
+      await readFile(join(PACKAGE_ROOT, file), 'utf8'),
+      await readFile(join(fresh, basename(file)), 'utf8'),
+      `${file} is stale: run npm run build`,
+    )
+  }
+}
+
 t.test(
   'dist/daemon.js and dist/daemon-main.cjs are those of the current dist/src (npm run build writes them)',
   async (t) => {
@@ -34,13 +45,7 @@ t.test(
     // Same file names, so that the sourceMappingURL comment and the launcher's reference are the same too.
     const { warnings } = await bundle(tmp.path)
     t.same(warnings, [], 'esbuild warns about nothing')
-    for (const file of [DAEMON_BUNDLE, LAUNCHER_BUNDLE]) {
-      t.equal(
-        await readFile(join(PACKAGE_ROOT, file), 'utf8'),
-        await readFile(join(tmp.path, basename(file)), 'utf8'),
-        `${file} is stale: run npm run build`,
-      )
-    }
+    await sameAsBuilt(t, tmp.path, [DAEMON_BUNDLE, LAUNCHER_BUNDLE])
   },
 )
 
@@ -166,13 +171,7 @@ t.test('the bench’s floor is built the same way: gRPC inside, undici and yaml 
   t.teardown(tmp.cleanup)
   const { warnings, metafile, launcherMetafile } = await bundleFloor(tmp.path)
   t.same(warnings, [], 'esbuild warns about nothing')
-  for (const file of [FLOOR_BUNDLE, FLOOR_MAIN_BUNDLE]) {
-    t.equal(
-      await readFile(join(PACKAGE_ROOT, file), 'utf8'),
-      await readFile(join(tmp.path, basename(file)), 'utf8'),
-      `${file} is stale: run npm run build`,
-    )
-  }
+  await sameAsBuilt(t, tmp.path, [FLOOR_BUNDLE, FLOOR_MAIN_BUNDLE])
   t.ok(Object.keys(metafile.inputs).includes(FLOOR_ENTRY), `${FLOOR_ENTRY} is the entry`)
   t.ok(Object.keys(launcherMetafile.inputs).includes(LAUNCHER_ENTRY), 'run by the daemon’s launcher')
   const sha256 = createHash('sha256')
