@@ -30,8 +30,8 @@ import { codeCacheFile, processKey, readCodeCache, writeCodeCache } from './code
 declare const __VCP_DAEMON_MAIN_FILE__: string | undefined
 declare const __VCP_DAEMON_MAIN_SHA256__: string
 
-/** The daemon's flag that asks for a fill instead of a run. */
-export const FILL_FLAGS = ['-fill-code-cache', '--fill-code-cache']
+/** The launcher's own flag, first on the command line: a fill instead of a run. */
+const FILL_FLAGS = ['-fill-code-cache', '--fill-code-cache']
 
 const debug = debuglog('vcp-code-cache')
 
