@@ -18,18 +18,11 @@
  * map is the cache, so a second loadUndici() costs a few resolved promises and
  * no module state of ours exists.
  */
-import { createRequire } from 'node:module'
 import type { Dispatcher, Pool as PoolType, buildConnector as BuildConnector } from 'undici'
 import type PoolModule from 'undici/lib/dispatcher/pool.js'
 import type ConnectModule from 'undici/lib/core/connect.js'
 import type RequestModule from 'undici/lib/api/api-request.js'
-
-/**
- * require(), not import(): undici is CommonJS, so both run the same synchronous loader, and the
- * daemon's modules run as a node:vm script (src/launcher), where import() does not survive V8's
- * code cache (Node loses the loader a cached script's import() needs).
- */
-const require = createRequire(import.meta.url)
+import { loadCommonJs } from '../util/libraries.js'
 
 export type Pool = PoolType
 
@@ -41,8 +34,8 @@ export interface Undici {
 }
 
 export async function loadUndici(): Promise<Undici> {
-  const Pool = require('undici/lib/dispatcher/pool.js') as typeof PoolModule
-  const buildConnector = require('undici/lib/core/connect.js') as typeof ConnectModule
-  const request = require('undici/lib/api/api-request.js') as typeof RequestModule
+  const Pool = loadCommonJs<typeof PoolModule>('undici/lib/dispatcher/pool.js')
+  const buildConnector = loadCommonJs<typeof ConnectModule>('undici/lib/core/connect.js')
+  const request = loadCommonJs<typeof RequestModule>('undici/lib/api/api-request.js')
   return { Pool, buildConnector, request: (dispatcher, options) => request.call(dispatcher, options) }
 }

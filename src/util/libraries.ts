@@ -19,10 +19,20 @@ import type * as Yaml from 'yaml'
 
 const require = createRequire(import.meta.url)
 
+/**
+ * A CommonJS package (or one of its files) the daemon loads when first needed: yaml and mustache
+ * here, undici's parts (src/http/undici.ts), node-vault and tv4 (src/vault/pool.ts). require(),
+ * never import(), also where the caller is async: the daemon's modules run as a node:vm script
+ * from V8's code cache (src/launcher), and there an import() finds no loader in Node (20 and 26).
+ */
+export function loadCommonJs<T>(specifier: string): T {
+  return require(specifier) as T
+}
+
 export function yamlLibrary(): typeof Yaml {
-  return require('yaml') as typeof Yaml
+  return loadCommonJs<typeof Yaml>('yaml')
 }
 
 export function mustacheLibrary(): typeof Mustache {
-  return require('mustache') as typeof Mustache
+  return loadCommonJs<typeof Mustache>('mustache')
 }

@@ -8,7 +8,6 @@
  * policy-equivalent). A token is only ever used for the identity that
  * obtained it.
  */
-import { createRequire } from 'node:module'
 import { LRUCache } from 'lru-cache'
 import type NodeVaultModule from 'node-vault'
 import type Tv4Module from 'tv4'
@@ -16,6 +15,7 @@ import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../con
 import type { Logger } from '../observability/logger.js'
 import type { VaultObserver } from '../observability/vault-observer.js'
 import type { Clock } from '../util/deadline.js'
+import { loadCommonJs } from '../util/libraries.js'
 import type { Timers } from '../util/shared-call.js'
 import type { BreakerRegistry } from './breaker.js'
 import type { RetryPolicy, Sleep } from './retry.js'
@@ -32,9 +32,6 @@ import {
   type TransportSource,
   type VaultCaller,
 } from './transport.js'
-
-/** node-vault and tv4 are CommonJS: loaded with require() at the first Vault call (importNodeVault). */
-const requireModule = createRequire(import.meta.url)
 
 export type IdentityScope = IdentityScopeName
 
@@ -73,10 +70,8 @@ export interface SessionPoolOptions {
  */
 export async function importNodeVault(): Promise<NodeVaultFactory> {
   installAxiosStandIn()
-  // require(), not import(): both are CommonJS (the same loader either way), and import() does not
-  // survive the daemon's code cache (src/launcher: Node loses the loader a cached script's import() needs).
-  const nodeVault = requireModule('node-vault') as typeof NodeVaultModule
-  const tv4 = requireModule('tv4') as typeof Tv4Module
+  const nodeVault = loadCommonJs<typeof NodeVaultModule>('node-vault')
+  const tv4 = loadCommonJs<typeof Tv4Module>('tv4')
   return withRequestValidator(nodeVault, withStringPropertiesFastPath(tv4))
 }
 
