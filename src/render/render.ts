@@ -199,7 +199,16 @@ export function renderObject(
   return [{ path: obj.objectName, mode, contents }]
 }
 
-/** Lets other callbacks (health probes, other pods' Mounts) run between two objects. */
+/**
+ * When a Mount's render gives the event loop a turn, so that other callbacks (health probes, other
+ * pods' Mounts) run in between: after this many objects, after a template (the costliest to render),
+ * or once this many bytes were rendered since the last turn. A turn costs a loop iteration (a poll
+ * syscall) and a promise: the usual Mount of a few small objects renders in one go, well under a
+ * millisecond, while a large one still lets others in every few objects or few tens of KiB.
+ */
+export const RENDER_OBJECTS_PER_TURN = 8
+export const RENDER_BYTES_PER_TURN = 64 * 1024
+
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
@@ -207,7 +216,7 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * reads (undefined for a template without secretPath); templates see the
  * other objects through `@objectName`. Every object's output is charged to
  * `budget` as it is produced (a template's as it is written), and the event
- * loop gets a turn between objects.
+ * loop gets a turn between objects as RENDER_OBJECTS_PER_TURN and RENDER_BYTES_PER_TURN say.
  */
 export async function renderObjects(
   objects: readonly SecretObject[],
@@ -234,17 +243,23 @@ export async function renderObjects(
     return memo.get(i)
   }
   const out: RenderedFile[][] = []
+  let objectsSinceTurn = 0
+  let bytesSinceTurn = 0
   for (const [i, obj] of objects.entries()) {
-    if (i > 0) await yieldToEventLoop()
+    if (objectsSinceTurn >= RENDER_OBJECTS_PER_TURN || bytesSinceTurn >= RENDER_BYTES_PER_TURN) {
+      await yieldToEventLoop()
+      objectsSinceTurn = 0
+      bytesSinceTurn = 0
+    }
     const label = labels[i]!
     const files = renderObject(obj, bodies[i], defaultMode, label, values, budget)
+    const bytes = files.reduce((n, f) => n + f.contents.length, 0)
     // A template's output was charged while it was written.
-    if (obj.template === undefined)
-      budget?.charge(
-        files.reduce((n, f) => n + f.contents.length, 0),
-        label,
-      )
+    if (obj.template === undefined) budget?.charge(bytes, label)
     out.push(files)
+    // A template counts as a whole turn's worth of objects: the next object waits for a turn.
+    objectsSinceTurn += obj.template === undefined ? 1 : RENDER_OBJECTS_PER_TURN
+    bytesSinceTurn += bytes
   }
   return out
 }

@@ -6,6 +6,8 @@ import {
   checkVolume,
   renderObject,
   renderObjects,
+  RENDER_BYTES_PER_TURN,
+  RENDER_OBJECTS_PER_TURN,
   versionObject,
   type RenderedObject,
 } from '../../../src/render/render.js'
@@ -330,3 +332,52 @@ t.test('renderObjects lets the event loop run between objects', async (t) => {
   await rendering
   t.ok(immediateRan, 'a callback queued before rendering ran before it finished')
 })
+
+/** Renders `yaml`'s objects and says whether a callback queued with setImmediate just before ran before the render ended. */
+async function turnTaken(yaml: string, bodyOf: (o: SecretObject) => unknown): Promise<boolean> {
+  const objects = parseObjects(yaml)
+  let immediateRan = false
+  setImmediate(() => (immediateRan = true))
+  await renderObjects(
+    objects,
+    objects.map((o) => (o.secretPath === '' ? undefined : bodyOf(o))),
+    420,
+    objects.map((o) => o.objectName),
+  )
+  return immediateRan
+}
+
+const kvObjects = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `- {objectName: o${i}, secretPath: secret/data/app}`).join('\n')
+
+t.test('renderObjects: a few small objects render in one go, without a turn of the event loop', async (t) => {
+  t.equal(RENDER_OBJECTS_PER_TURN, 8)
+  t.notOk(
+    await turnTaken(kvObjects(RENDER_OBJECTS_PER_TURN), () => NESTED),
+    `${RENDER_OBJECTS_PER_TURN} objects: no turn`,
+  )
+  t.ok(await turnTaken(kvObjects(RENDER_OBJECTS_PER_TURN + 1), () => NESTED), 'one more object: a turn')
+})
+
+t.test(
+  'renderObjects: after a template, or some tens of KiB of output, the next object waits for a turn',
+  async (t) => {
+    const template = [
+      '- {objectName: src, secretPath: secret/data/app, secretKeyPath: db.host}',
+      "- {objectName: url, template: 'pg://{{@src}}'}",
+    ]
+    t.notOk(await turnTaken(template.join('\n'), () => NESTED), 'a template as the last object: nothing waits')
+    t.ok(
+      await turnTaken([...template, '- {objectName: after, secretPath: secret/data/app}'].join('\n'), () => NESTED),
+      'the object after a template waits for a turn',
+    )
+
+    const big = { data: { blob: 'x'.repeat(RENDER_BYTES_PER_TURN) } }
+    const bigYaml = (n: number): string =>
+      Array.from({ length: n }, (_, i) => `- {objectName: b${i}, secretPath: secret/data/big, secretKey: blob}`).join(
+        '\n',
+      )
+    t.notOk(await turnTaken(bigYaml(1), () => big), 'one large object alone')
+    t.ok(await turnTaken(bigYaml(2), () => big), `the object after ${RENDER_BYTES_PER_TURN} bytes waits for a turn`)
+  },
+)
