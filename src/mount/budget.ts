@@ -135,12 +135,18 @@ export class BudgetRefusals {
     this.now = now
   }
 
-  /** The refusal remembered for this Mount, if it is recent. */
-  recall(objects: object, key: string): ProviderError | undefined {
-    const entry = this.byObjects.get(objects)?.get(key)
+  /**
+   * The refusal remembered for this Mount, if it is recent. `key` may be given as a function: it is
+   * called only when these objects have refusals at all, which most Mounts' objects never have.
+   */
+  recall(objects: object, key: string | (() => string)): ProviderError | undefined {
+    const map = this.byObjects.get(objects)
+    if (map === undefined) return undefined
+    const k = typeof key === 'string' ? key : key()
+    const entry = map.get(k)
     if (entry === undefined) return undefined
     if (this.now() >= entry.until) {
-      this.byObjects.get(objects)!.delete(key)
+      map.delete(k)
       return undefined
     }
     return entry.error

@@ -65,14 +65,16 @@ export class MountService {
     const budget = this.opts.budget?.open()
     try {
       spec = parseMountRequest(raw, this.opts.vaultDefaults, cache ? (text) => cache.parse(text) : undefined)
-      const refusalKey = refusalKeyOf(spec)
-      const refused = this.refusals.recall(spec.objects, refusalKey)
+      const parsed = spec
+      let refusalKey: string | undefined
+      const keyOfRefusal = (): string => (refusalKey ??= refusalKeyOf(parsed))
+      const refused = this.refusals.recall(spec.objects, keyOfRefusal)
       if (refused) throw refused
       const result = await runMount(spec, this.opts, deadline, budget).catch((err: unknown) => {
         // Refusals that would only repeat: this pod's own budget, or a Vault answer over
         // -max-vault-response-size (reading it again costs the node as much, for the same answer).
         if (isProviderError(err) && (budget?.overOwnLimit || err.code === 'VAULT_RESPONSE_TOO_LARGE')) {
-          this.refusals.remember(spec!.objects, refusalKey, err)
+          this.refusals.remember(parsed.objects, keyOfRefusal(), err)
         }
         throw err
       })

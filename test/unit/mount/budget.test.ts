@@ -89,6 +89,12 @@ t.test('a refusal for the Mount budget is remembered for the same pod and object
   t.equal(refusals.recall(objects, 'pod-1'), err)
   t.equal(refusals.recall(objects, 'pod-2'), undefined, 'another pod is not answered by it')
   t.equal(refusals.recall(other, 'pod-1'), undefined, 'other objects (another text) are not either')
+  // The key as a function: made only for objects that have refusals (most Mounts' objects have none).
+  const keysMade: string[] = []
+  const lazy = (k: string) => () => (keysMade.push(k), k)
+  t.equal(refusals.recall(other, lazy('pod-1')), undefined)
+  t.equal(refusals.recall(objects, lazy('pod-1')), err)
+  t.same(keysMade, ['pod-1'], 'the key was made only for the objects with a refusal')
   now += BUDGET_REFUSAL_MEMORY_MS - 1
   t.equal(refusals.recall(objects, 'pod-1'), err)
   now += 1
