@@ -1,6 +1,6 @@
 /**
  * The parts of undici the provider uses — a connection pool, its TLS/TCP/unix
- * connector and the request call — imported from the package's own modules,
+ * connector and the request call — loaded (require()) from the package's own modules,
  * and only when a first call needs them.
  *
  * Why not `from 'undici'`: the package's index also loads fetch, WebSocket,
