@@ -9,6 +9,7 @@
  */
 import { createRequire } from 'node:module'
 import type * as Prom from 'prom-client'
+import { deferOtelApi } from './otel-api.js'
 
 const load = createRequire(import.meta.url)
 
@@ -22,9 +23,13 @@ export type Counter<T extends string = string> = Prom.Counter<T>
 export type Gauge<T extends string = string> = Prom.Gauge<T>
 export type Histogram<T extends string = string> = Prom.Histogram<T>
 
-/** Process and Node.js metrics (RSS, fds, event-loop lag, GC…), loaded when first asked for. */
+/**
+ * Process and Node.js metrics (RSS, fds, event-loop lag, GC…), loaded when first asked for; the
+ * OpenTelemetry API their CPU metric requires loads only if it is used (./otel-api.ts).
+ */
 export function collectDefaultMetrics(
   config: Prom.DefaultMetricsCollectorConfiguration<Prom.RegistryContentType>,
 ): void {
+  deferOtelApi()
   ;(load('prom-client/lib/defaultMetrics') as typeof Prom.collectDefaultMetrics)(config)
 }
