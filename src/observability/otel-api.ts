@@ -16,7 +16,8 @@
  * sees a difference but when it was loaded. A package already loaded is left
  * as it is.
  */
-import { Module, createRequire } from 'node:module'
+import { createRequire } from 'node:module'
+import { enterStandIn } from '../util/module-cache.js'
 
 const require = createRequire(import.meta.url)
 
@@ -39,23 +40,22 @@ export function deferOtelApi(): void {
     }
     return real
   }
-  const entry = new Module(file)
-  entry.filename = file
-  entry.loaded = true
-  entry.exports = new Proxy(
-    {},
-    {
-      get: (_target, key) => Reflect.get(load(), key) as unknown,
-      set: (_target, key, value) => Reflect.set(load(), key, value),
-      has: (_target, key) => Reflect.has(load(), key),
-      ownKeys: () => Reflect.ownKeys(load()),
-      // The stand-in's target has none of these keys: a proxy may only report them as configurable.
-      getOwnPropertyDescriptor: (_target, key) => {
-        const descriptor = Reflect.getOwnPropertyDescriptor(load(), key)
-        return descriptor && { ...descriptor, configurable: true }
+  enterStandIn(
+    file,
+    new Proxy(
+      {},
+      {
+        get: (_target, key) => Reflect.get(load(), key) as unknown,
+        set: (_target, key, value) => Reflect.set(load(), key, value),
+        has: (_target, key) => Reflect.has(load(), key),
+        ownKeys: () => Reflect.ownKeys(load()),
+        // The stand-in's target has none of these keys: a proxy may only report them as configurable.
+        getOwnPropertyDescriptor: (_target, key) => {
+          const descriptor = Reflect.getOwnPropertyDescriptor(load(), key)
+          return descriptor && { ...descriptor, configurable: true }
+        },
+        getPrototypeOf: () => Reflect.getPrototypeOf(load()),
       },
-      getPrototypeOf: () => Reflect.getPrototypeOf(load()),
-    },
+    ),
   )
-  require.cache[file] = entry
 }

@@ -12,7 +12,8 @@
  * gets exactly that entry, and anything that ever calls it gets an error that
  * says why. An axios that is already loaded is left as it is.
  */
-import { Module, createRequire } from 'node:module'
+import { createRequire } from 'node:module'
+import { enterStandIn } from '../util/module-cache.js'
 
 /** What `require('axios')` gives node-vault in this process. */
 export const AXIOS_STAND_IN: { readonly create: () => never } = Object.freeze({
@@ -32,12 +33,5 @@ export function axiosPathForNodeVault(): string {
 
 /** Enters the stand-in for axios in the module cache, unless axios is loaded already; idempotent. */
 export function installAxiosStandIn(): void {
-  const require = createRequire(import.meta.url)
-  const file = axiosPathForNodeVault()
-  if (require.cache[file] !== undefined) return
-  const entry = new Module(file)
-  entry.filename = file
-  entry.exports = AXIOS_STAND_IN
-  entry.loaded = true
-  require.cache[file] = entry
+  enterStandIn(axiosPathForNodeVault(), AXIOS_STAND_IN)
 }
