@@ -387,7 +387,7 @@ export function renderMarkdown(r: BenchResults): string {
       )
       out.push('')
       out.push(
-        `After idle: after the levels, variant by variant, nothing ran for ${idled[0]!.afterIdle!.idleSec} s and then the variant ran ${n(idled[0]!.afterIdle!.mounts)} Mounts at concurrency 1. A node's provider waits minutes between pods, so its Mounts are mostly of this kind. "vs busy" compares with the busy level at concurrency 1 above.`,
+        `After idle: right after each variant's own levels, nothing ran for ${idled[0]!.afterIdle!.idleSec} s and then the variant ran ${n(idled[0]!.afterIdle!.mounts)} Mounts at concurrency 1 (so every variant's process had idled exactly that long). A node's provider waits minutes between pods, so its Mounts are mostly of this kind. "vs busy" compares with the busy level at concurrency 1 above.`,
       )
       out.push('')
       const refIdle = refLat?.afterIdle

@@ -465,7 +465,7 @@ async function setUpLatency(ctx: Context, v: Variant, tag = 'latency'): Promise<
  * more per Mount after idling (measured on Node 20: ~4.5 against ~3 ms per Mount at concurrency 1
  * over 100 Mounts after 20 s idle, lasting beyond 150 Mounts; the Go reference 0.88–1.37× its busy
  * figure in three runs). It is real on a node, where the provider waits minutes between pods, so
- * it is measured on its own: after the levels, variant by variant, the machine idles `idleSec`
+ * it is measured on its own: right after each variant's own levels, the machine idles `idleSec`
  * and the variant runs one more block at concurrency 1.
  */
 export async function runLatency(
@@ -488,7 +488,10 @@ export async function runLatency(
     await prime(ctx, setups[0]?.v, warmupMounts)
     const levels = new Map<string, LatencyLevel[]>()
     const paced = new Map<string, LatencyLevel>()
+    const afterIdle = new Map<string, LatencyLevel>()
+    const idleVault = new Map<string, number>()
     const pacedCount = Math.min(PACED_MOUNTS, mountsPerLevel)
+    const idleCount = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
     for (const s of setups) {
       await warmUp(ctx, s, warmupMounts)
       ctx.log(`latency: ${s.v.label}: ${mountsPerLevel} Mounts at concurrency 1, then at concurrency 8`)
@@ -499,18 +502,17 @@ export async function runLatency(
         ctx.log(`latency: ${s.v.label}: ${pacedCount} Mounts at concurrency 1, one every ${PACED_INTERVAL_MS} ms`)
         paced.set(s.v.label, await latencyLevel(ctx, s, 1, pacedCount, PACED_INTERVAL_MS))
       }
-    }
-    // Each variant gets its own quiet spell, with nothing else running, right before its block:
-    // in one shared spell the first block ran after a quiet machine and the later ones did not.
-    const afterIdle = new Map<string, LatencyLevel>()
-    const idleVault = new Map<string, number>()
-    const count = Math.min(AFTER_IDLE_MOUNTS, mountsPerLevel)
-    for (const s of idleSec > 0 ? setups : []) {
-      ctx.log(`latency: ${s.v.label}: ${idleSec} s idle, then ${count} Mounts at concurrency 1`)
-      const baoBefore = await processCpuMs(ctx.world.bao.pid)
-      await new Promise((r) => setTimeout(r, idleSec * 1000))
-      idleVault.set(s.v.label, ((await processCpuMs(ctx.world.bao.pid)) - baoBefore) / idleSec)
-      afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, count))
+      // Its own quiet spell, with nothing else running, right after its own Mounts: every variant's
+      // process has idled exactly idleSec before its block. (In one shared spell the first block ran
+      // after a quiet machine and the later ones did not; with every spell after all the levels, the
+      // first variant's process idled through every other variant's levels too, minutes longer.)
+      if (idleSec > 0) {
+        ctx.log(`latency: ${s.v.label}: ${idleSec} s idle, then ${idleCount} Mounts at concurrency 1`)
+        const baoBefore = await processCpuMs(ctx.world.bao.pid)
+        await new Promise((r) => setTimeout(r, idleSec * 1000))
+        idleVault.set(s.v.label, ((await processCpuMs(ctx.world.bao.pid)) - baoBefore) / idleSec)
+        afterIdle.set(s.v.label, await latencyLevel(ctx, s, 1, idleCount))
+      }
     }
     return {
       results: setups.map((s) => ({
