@@ -4,8 +4,9 @@
  * (lib/metrics/processCpuTotal.js) requires the package at the top of its file
  * but calls it only for exemplars, which the provider never turns on. Loading
  * it anyway meant 51 more files resolved, read and compiled a second after
- * every start (16–24 ms of CPU, measured on a busy machine) and 0.6–1.0 MiB more idle RSS (Node 26 / 20,
- * daemon started with the image's flags, 2026-12-02; docs/architecture.md).
+ * every start (16–24 ms of CPU, measured on a busy machine) and 0.6–1.0 MiB
+ * more idle RSS (Node 26 / 20, daemon started with the image's flags,
+ * 2026-12-02; docs/architecture.md).
  *
  * So, before prom-client's default metrics are first loaded, the file that
  * `require('@opentelemetry/api')` resolves to from prom-client is entered in
