@@ -205,6 +205,7 @@ export async function buildMountService(
     allowlist,
     maxResponseBytes: config.limits.maxVaultResponseBytes,
     observer: vaultObserver,
+    idleConnectionMs: config.vaultIdleConnectionMs,
   })
   const breakers = new BreakerRegistry(
     {},

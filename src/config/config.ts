@@ -27,6 +27,18 @@ export const IDENTITY_SCOPES = ['pod', 'serviceaccount'] as const
 export type IdentityScopeName = (typeof IDENTITY_SCOPES)[number]
 /** Longer than the driver's default rotation poll (2 m), so live pods are never taken for gone. */
 export const DEFAULT_IDENTITY_IDLE_MS = 15 * 60_000
+/**
+ * How long an idle connection to Vault is kept for the next call. Vault and OpenBao send no
+ * Keep-Alive hint and close idle connections after 5 minutes (the listener's
+ * http_idle_timeout), so without this undici's 4 s default would make every Mount that comes
+ * more than 4 s after the last one open new TLS connections. 30 s stays under the idle
+ * timeouts of common load balancers (60 s and more), which close a connection with a FIN
+ * the pool sees; one closed just as a call goes out fails as a reset, which is retried.
+ */
+export const DEFAULT_VAULT_IDLE_CONNECTION_MS = 30_000
+/** Longer than Vault's own 5-minute idle timeout would only race its closes. */
+export const MAX_VAULT_IDLE_CONNECTION_MS = 5 * 60_000
+export const MIN_VAULT_IDLE_CONNECTION_MS = 1000
 /** Limits on what one pod can make the shared daemon do (docs/failure-behaviour.md, "Security"). */
 export const DEFAULT_MAX_OBJECTS_BYTES = 256 * 1024
 export const DEFAULT_MAX_VAULT_RESPONSE_BYTES = 4 * 1024 * 1024
@@ -74,6 +86,8 @@ export interface ProviderConfig {
   mountTimeoutMs: number
   /** Vault addresses a Mount may use (-vault-addr-allowlist); empty: any (the compatible default). */
   vaultAddrAllowlist: string[]
+  /** -vault-idle-connection-timeout: an idle connection to Vault is closed after this long (or a shorter Keep-Alive hint). */
+  vaultIdleConnectionMs: number
   /** Largest MountResponse the provider sends (-max-response-size); match the driver's --max-call-recv-msg-size. */
   maxResponseBytes: number
   vault: VaultDefaults
@@ -117,6 +131,7 @@ const FLAG_SPEC = {
   'cache-size': { type: 'string' },
   'mount-timeout': { type: 'string' },
   'vault-addr-allowlist': { type: 'string' },
+  'vault-idle-connection-timeout': { type: 'string' },
   'max-response-size': { type: 'string' },
   'max-objects-size': { type: 'string' },
   'max-vault-response-size': { type: 'string' },
@@ -203,6 +218,15 @@ function parseMountTimeout(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_MOUNT_TIMEOUT_MS
   const ms = parseDurationMs(raw, '-mount-timeout')
   if (ms < MIN_MOUNT_TIMEOUT_MS) throw new ConfigError(`-mount-timeout must be at least 1s, got ${JSON.stringify(raw)}`)
+  return ms
+}
+
+function parseVaultIdleConnection(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_VAULT_IDLE_CONNECTION_MS
+  const ms = parseDurationMs(raw, '-vault-idle-connection-timeout')
+  if (ms < MIN_VAULT_IDLE_CONNECTION_MS || ms > MAX_VAULT_IDLE_CONNECTION_MS) {
+    throw new ConfigError(`-vault-idle-connection-timeout must be between 1s and 5m, got ${JSON.stringify(raw)}`)
+  }
   return ms
 }
 
@@ -380,6 +404,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseInteger(cacheSizeRaw, '-cache-size'),
     mountTimeoutMs: parseMountTimeout(str('mount-timeout')),
     vaultAddrAllowlist: parseAllowlist(str('vault-addr-allowlist')),
+    vaultIdleConnectionMs: parseVaultIdleConnection(str('vault-idle-connection-timeout')),
     maxResponseBytes:
       str('max-response-size') === undefined
         ? DEFAULT_MAX_RESPONSE_BYTES

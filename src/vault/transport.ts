@@ -28,6 +28,7 @@
 import { LRUCache } from 'lru-cache'
 import type { Dispatcher, buildConnector as Connectors } from 'undici'
 import { loadUndici, type Pool, type Undici } from '../http/undici.js'
+import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import {
   operationOfCall,
@@ -98,6 +99,11 @@ export interface VaultTransportOptions extends TransportOptions {
   maxResponseBytes: number
   /** Told about every call (metrics, the CLI's timings). */
   observer?: VaultObserver
+  /**
+   * -vault-idle-connection-timeout: how long an idle connection waits for the next call
+   * (a shorter Keep-Alive hint from the server wins). Default DEFAULT_VAULT_IDLE_CONNECTION_MS.
+   */
+  idleConnectionMs?: number
 }
 
 /** One HTTP call to Vault. */
@@ -208,12 +214,12 @@ export class VaultTransport implements VaultCaller {
       const undici = await loadUndici()
       const socketPath = address.slice('unix://'.length)
       const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN, undici.buildConnector)
-      return new VaultTransport(address, newPool(undici, UNIX_PLACEHOLDER_ORIGIN, connect), opts)
+      return new VaultTransport(address, newPool(undici, UNIX_PLACEHOLDER_ORIGIN, connect, opts), opts)
     }
     const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
     const undici = await loadUndici()
     const connect = guardedConnector(address, tls ?? {}, opts, address, undici.buildConnector)
-    return new VaultTransport(address, newPool(undici, address, connect), opts)
+    return new VaultTransport(address, newPool(undici, address, connect, opts), opts)
   }
 
   /** Closes the pool's connections (in-flight calls fail). */
@@ -382,11 +388,19 @@ export class VaultTransport implements VaultCaller {
   }
 }
 
-function newPool(undici: Undici, origin: string, connect: Connectors.connector): Pool {
-  return new undici.Pool(origin, {
-    connections: MAX_SOCKETS_PER_VAULT,
-    connect,
-  })
+/**
+ * The pool of one transport. Vault sends no Keep-Alive hint, so undici would close an idle
+ * connection after its own default of 4 s; the idle timeout keeps it for the next Mount
+ * instead (see DEFAULT_VAULT_IDLE_CONNECTION_MS), and also caps a longer hint from a proxy
+ * in front of Vault.
+ */
+export function poolOptions(connect: Connectors.connector, opts: Pick<VaultTransportOptions, 'idleConnectionMs'>) {
+  const idleMs = opts.idleConnectionMs ?? DEFAULT_VAULT_IDLE_CONNECTION_MS
+  return { connections: MAX_SOCKETS_PER_VAULT, connect, keepAliveTimeout: idleMs, keepAliveMaxTimeout: idleMs }
+}
+
+function newPool(undici: Undici, origin: string, connect: Connectors.connector, opts: VaultTransportOptions): Pool {
+  return new undici.Pool(origin, poolOptions(connect, opts))
 }
 
 /**

@@ -30,6 +30,7 @@ t.test('defaults', async (t) => {
     cacheSize: 1000,
     mountTimeoutMs: DEFAULT_MOUNT_TIMEOUT_MS,
     vaultAddrAllowlist: [],
+    vaultIdleConnectionMs: 30_000,
     maxResponseBytes: 4 * 1024 * 1024,
     identityScope: 'pod',
     staticFreshnessMs: 0,
@@ -126,6 +127,7 @@ t.test('every flag', async (t) => {
       '-static-freshness=30s',
       '-share-dynamic-secrets',
       '-identity-idle-timeout=1h',
+      '-vault-idle-connection-timeout=90s',
     ],
     {},
   )
@@ -138,6 +140,7 @@ t.test('every flag', async (t) => {
     cacheSize: 50,
     mountTimeoutMs: 90_000,
     vaultAddrAllowlist: [],
+    vaultIdleConnectionMs: 90_000,
     maxResponseBytes: 4 * 1024 * 1024,
     identityScope: 'serviceaccount',
     staticFreshnessMs: 30_000,
@@ -428,6 +431,10 @@ t.test('a bad value of any flag is a ConfigError naming the flag', async (t) => 
     ['-identity-scope=node', /^-identity-scope must be one of pod, serviceaccount, got "node"$/],
     ['-static-freshness=later', /^-static-freshness must be a duration/],
     ['-identity-idle-timeout=later', /^-identity-idle-timeout must be a duration/],
+    ['-vault-idle-connection-timeout=soon', /^-vault-idle-connection-timeout must be a duration/],
+    ['-vault-idle-connection-timeout=500ms', /^-vault-idle-connection-timeout must be between 1s and 5m, got "500ms"$/],
+    ['-vault-idle-connection-timeout=0', /^-vault-idle-connection-timeout must be between 1s and 5m, got "0"$/],
+    ['-vault-idle-connection-timeout=6m', /^-vault-idle-connection-timeout must be between 1s and 5m, got "6m"$/],
     ['-vault-addr=vault:8200', /^-vault-addr "vault:8200" must start with https:\/\/, http:\/\/ or unix:\/\/$/],
     ['-vault-addr=not a url', /^-vault-addr "not a url" is not a URL/],
     ['-vault-mount=../x', /^-vault-mount "\.\.\/x" is not a valid auth mount path/],
@@ -453,4 +460,6 @@ t.test('values that turn a feature off or use the defaults stay valid', async (t
   ])
   t.equal(loadConfig(['-vault-addr=unix:///run/agent.sock'], {}).vault.address, 'unix:///run/agent.sock')
   t.equal(loadConfig(['-vault-mount=/auth/k8s/'], {}).vault.authMount, '/auth/k8s/', 'kept as written')
+  t.equal(loadConfig(['-vault-idle-connection-timeout=1s'], {}).vaultIdleConnectionMs, 1000, 'the shortest allowed')
+  t.equal(loadConfig(['-vault-idle-connection-timeout=5m'], {}).vaultIdleConnectionMs, 300_000, 'the longest allowed')
 })
