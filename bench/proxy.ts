@@ -68,7 +68,10 @@ export async function startTimingProxy(
   const server = opts.tls
     ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler)
     : http.createServer(handler)
-  server.keepAliveTimeout = 60_000
+  // As Vault (Go's net/http, like the Kubernetes API server): no Keep-Alive hint in answers, and
+  // idle connections left open (Vault closes them after 5 minutes, longer than any pause here), so
+  // a provider keeps or drops its idle connections by its own client's rules, as in production.
+  server.keepAliveTimeout = 0
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
   const port = (server.address() as { port: number }).port
   return {
