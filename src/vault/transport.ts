@@ -392,15 +392,16 @@ export class VaultTransport implements VaultCaller {
  * The pool of one transport. Vault sends no Keep-Alive hint, so undici would close an idle
  * connection after its own default of 4 s; the idle timeout keeps it for the next Mount
  * instead (see DEFAULT_VAULT_IDLE_CONNECTION_MS), and also caps a longer hint from a proxy
- * in front of Vault.
+ * in front of Vault (a shorter one still wins).
  */
-export function poolOptions(connect: Connectors.connector, opts: Pick<VaultTransportOptions, 'idleConnectionMs'>) {
-  const idleMs = opts.idleConnectionMs ?? DEFAULT_VAULT_IDLE_CONNECTION_MS
-  return { connections: MAX_SOCKETS_PER_VAULT, connect, keepAliveTimeout: idleMs, keepAliveMaxTimeout: idleMs }
-}
-
 function newPool(undici: Undici, origin: string, connect: Connectors.connector, opts: VaultTransportOptions): Pool {
-  return new undici.Pool(origin, poolOptions(connect, opts))
+  const idleMs = opts.idleConnectionMs ?? DEFAULT_VAULT_IDLE_CONNECTION_MS
+  return new undici.Pool(origin, {
+    connections: MAX_SOCKETS_PER_VAULT,
+    connect,
+    keepAliveTimeout: idleMs,
+    keepAliveMaxTimeout: idleMs,
+  })
 }
 
 /**
