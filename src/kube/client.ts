@@ -14,6 +14,13 @@ import { ProviderError, q } from '../errors.js'
 import type { Deadline } from '../util/deadline.js'
 
 export const KUBE_REQUEST_TIMEOUT_MS = 10_000
+/**
+ * How long an idle connection to the API server is kept: as for Vault (DEFAULT_VAULT_IDLE_CONNECTION_MS),
+ * the API server sends no Keep-Alive hint, so undici's own 4 s default would make a TokenRequest
+ * for a Mount more than 4 s after the last one open a new TLS connection. The API server closes
+ * idle connections itself, with a FIN the pool sees, after 90 s (kube-apiserver 1.35, measured).
+ */
+export const KUBE_IDLE_CONNECTION_MS = 30_000
 const SA_TOKEN_REREAD_MS = 60_000
 const MAX_KUBE_RESPONSE_BYTES = 4 * 1024 * 1024
 
@@ -61,6 +68,8 @@ export class KubeClient {
       undici,
       pool: new undici.Pool(this.baseUrl.origin, {
         connections: 8,
+        keepAliveTimeout: KUBE_IDLE_CONNECTION_MS,
+        keepAliveMaxTimeout: KUBE_IDLE_CONNECTION_MS,
         ...(this.baseUrl.protocol === 'https:' && this.ca !== undefined ? { connect: { ca: this.ca } } : {}),
       }),
     }))
