@@ -1,14 +1,12 @@
 // One integration environment: a real OpenBao with `jwt` auth, the provider
 // daemon on a real socket, and Mounts through the driver's own client.
 import { randomUUID } from 'node:crypto'
-import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { driverMount, readMountedFiles, type DriverMountResult, type MountedFile } from './driver-client.js'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from './jwt.js'
 import { startOpenBao, type OpenBao } from './openbao.js'
 import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
+import { processTempDir } from './tmp.js'
 
 export const JWT_MOUNT = 'jwt'
 export const DEFAULT_ROLE = 'app'
@@ -140,7 +138,7 @@ export class Fixture {
     attributes: Record<string, string> | string,
     opts: Omit<MountOptions, 'params'> = {},
   ): Promise<MountOutcome> {
-    const targetPath = opts.targetPath ?? (await mkdtemp(join(tmpdir(), 'vcp-target-')))
+    const targetPath = opts.targetPath ?? (await processTempDir('target-'))
     const result = await driverMount({
       socketDir: this.provider.socketDir,
       provider: 'vault',

@@ -4,7 +4,7 @@ import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import net from 'node:net'
 import { join } from 'node:path'
-import { makeTempDir } from './tmp.js'
+import { processTempDir } from './tmp.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 
 /** The built daemon; VCP_PROVIDER_MAIN points at another build (e.g. a private outDir). */
@@ -56,9 +56,9 @@ export function canConnect(socketPath: string): Promise<boolean> {
 
 export async function startProvider(opts: StartProviderOptions = {}): Promise<ProviderProcess> {
   if (!existsSync(PROVIDER_MAIN)) throw new Error(`${PROVIDER_MAIN} missing: run npm run build first`)
-  const socketDir = opts.socketDir ?? (await makeTempDir('vcp-sock-')).path
+  const socketDir = opts.socketDir ?? (await processTempDir('sock-'))
   const socketPath = join(socketDir, 'vault.sock')
-  const logDir = (await makeTempDir('vcp-log-')).path
+  const logDir = await processTempDir('log-')
   const logPath = join(logDir, 'provider.log')
   const fd = openSync(logPath, 'a')
   const args = [
