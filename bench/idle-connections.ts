@@ -1,27 +1,25 @@
 // What a pause between Mounts costs when Vault is reached over TLS, as on a real node where pods
 // come minutes apart: a real OpenBao serving HTTPS (-dev-tls), our provider started once per
 // -vault-idle-connection-timeout given, and Mounts of 5 KV objects for a new pod each (so each
-// logs in and reads), one at a time, each after a pause. A TCP relay in front of OpenBao counts
-// the connections opened (TLS passes through it untouched); CPU time of the provider and of
-// OpenBao comes from /proc/<pid>/stat.
+// logs in and reads), one at a time, each after a pause. The tests' TCP proxy in front of OpenBao
+// (no faults set) counts the connections opened, TLS passing through it untouched; CPU time of the
+// provider and of OpenBao comes from /proc/<pid>/stat, as in the scenarios.
 //
 //   node dist/bench/idle-connections.js [--gaps 2,10,45] [--mounts N] [--timeouts 4s,30s]
 //
 // --gaps: the pauses in seconds, each followed by N Mounts (default 3), each after that pause.
 // --timeouts: one provider per value, one after the other (4s behaves as undici's own default did).
 import { randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import net from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
+import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { Fixture } from '../test/support/fixture.js'
-import { configureJwtAuth } from '../test/support/jwt.js'
+import { configureJwtAuth, createJwtRole } from '../test/support/jwt.js'
 import { startOpenBao, type OpenBao } from '../test/support/openbao.js'
 import { startProvider } from '../test/support/provider.js'
+import { processCpuMs } from './providers.js'
 
 const OBJECTS = 5
-/** Linux reports utime and stime in clock ticks of 10 ms. */
-const TICK_MS = 10
 
 export interface GapFigures {
   gapSec: number
@@ -46,48 +44,10 @@ export interface IdleConnectionOptions {
   timeouts: readonly string[]
 }
 
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS
-}
-
-/** A TCP relay that counts the connections it accepts. */
-async function countingRelay(port: number): Promise<{ port: number; accepted: () => number; close: () => void }> {
-  let accepted = 0
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    accepted++
-    const upstream = net.connect(port, '127.0.0.1')
-    for (const s of [client, upstream]) {
-      sockets.add(s)
-      s.once('close', () => sockets.delete(s))
-    }
-    client.pipe(upstream).pipe(client)
-    client.on('error', () => upstream.destroy())
-    upstream.on('error', () => client.destroy())
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    accepted: () => accepted,
-    close: () => {
-      for (const s of sockets) s.destroy()
-      server.close()
-    },
-  }
-}
-
 async function seed(bao: OpenBao): Promise<unknown[]> {
   await configureJwtAuth(bao, 'jwt')
   await bao.writePolicy('app-read', 'path "secret/*" { capabilities = ["read"] }')
-  const role = await bao.api('POST', '/v1/auth/jwt/role/app', {
-    role_type: 'jwt',
-    user_claim: 'sub',
-    bound_audiences: ['vault'],
-    token_policies: ['app-read'],
-    ttl: '1h',
-  })
-  if (role.status >= 300) throw new Error(`jwt role: HTTP ${role.status}`)
+  await createJwtRole(bao, 'jwt', 'app', { policies: ['app-read'], boundAudiences: ['vault'], ttl: '1h' })
   const objects = []
   for (let i = 0; i < OBJECTS; i++) {
     const put = await bao.api('POST', `/v1/secret/data/idle-${i}`, { data: { value: `v${i}` } })
@@ -99,7 +59,7 @@ async function seed(bao: OpenBao): Promise<unknown[]> {
 
 export async function measureIdleConnections(o: IdleConnectionOptions): Promise<TimeoutFigures[]> {
   const bao = await startOpenBao({ tls: true })
-  const relay = await countingRelay(bao.port)
+  const relay = await startFaultProxy(bao.port)
   try {
     const objects = await seed(bao)
     const out: TimeoutFigures[] = []
@@ -110,14 +70,18 @@ export async function measureIdleConnections(o: IdleConnectionOptions): Promise<
       try {
         const fx = Fixture.attach(bao, provider)
         const mount = async (): Promise<{ conns: number; prov: number; bao: number }> => {
-          const [c0, p0, b0] = [relay.accepted(), cpuMs(provider.pid), cpuMs(bao.pid)]
+          const [c0, p0, b0] = [relay.stats.connections, await processCpuMs(provider.pid), await processCpuMs(bao.pid)]
           const uid = randomUUID()
           const res = await fx.mount({
             pod: { uid, name: `idle-${uid.slice(0, 8)}` },
             params: { objects, vaultCACertPath: bao.caCertPath },
           })
           if (!res.result.ok) throw new Error(`Mount failed: ${res.result.message}`)
-          return { conns: relay.accepted() - c0, prov: cpuMs(provider.pid) - p0, bao: cpuMs(bao.pid) - b0 }
+          return {
+            conns: relay.stats.connections - c0,
+            prov: (await processCpuMs(provider.pid)) - p0,
+            bao: (await processCpuMs(bao.pid)) - b0,
+          }
         }
         const first = await mount()
         const gaps: GapFigures[] = []
@@ -146,7 +110,7 @@ export async function measureIdleConnections(o: IdleConnectionOptions): Promise<
     }
     return out
   } finally {
-    relay.close()
+    await relay.close()
     await bao.stop()
   }
 }
@@ -159,7 +123,7 @@ export function idleConnectionsTable(figures: readonly TimeoutFigures[]): string
     ),
   )
   return [
-    `Mounts of ${OBJECTS} KV objects for a new pod each, one at a time, over TLS to OpenBao; CPU in ${TICK_MS} ms ticks`,
+    `Mounts of ${OBJECTS} KV objects for a new pod each, one at a time, over TLS to OpenBao; CPU from /proc/<pid>/stat, in clock ticks (usually 10 ms)`,
     '',
     '| -vault-idle-connection-timeout | pause before each Mount | Mounts | new connections per Mount | provider CPU ms/Mount | OpenBao CPU ms/Mount |',
     '| --- | --- | --- | --- | --- | --- |',
