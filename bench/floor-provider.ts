@@ -18,7 +18,7 @@
  *   node dist/bench/floor-provider.bundle.js -fill-code-cache   (the launcher: fills V8's code cache
  *                                                                 from a start, as ours does)
  */
-import { realpathSync } from 'node:fs'
+import { readFileSync, realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
@@ -61,17 +61,35 @@ const parsedObjects = new Map<string, FloorObject[]>()
 /** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
 const tokens = new Map<string, Promise<string>>()
 
-function pool(address: string): Promise<Pool> {
-  let p = pools.get(address)
+/** Ours keeps idle Vault connections this long by default (-vault-idle-connection-timeout); undici's own is 4 s. */
+const IDLE_CONNECTION_MS = 30_000
+
+/** A pool per address and CA file (`vaultCACertPath`, read once, as ours reads it once per transport). */
+function pool(address: string, caPath: string | undefined): Promise<Pool> {
+  const key = `${address}\n${caPath ?? ''}`
+  let p = pools.get(key)
   if (p === undefined) {
-    p = libraries().then((l) => new l.Pool(address, { connections: 64 }))
-    pools.set(address, p)
+    p = libraries().then(
+      (l) =>
+        new l.Pool(address, {
+          connections: 64,
+          keepAliveTimeout: IDLE_CONNECTION_MS,
+          keepAliveMaxTimeout: IDLE_CONNECTION_MS,
+          ...(caPath === undefined ? {} : { connect: { ca: readFileSync(caPath) } }),
+        }),
+    )
+    pools.set(key, p)
   }
   return p
 }
 
-async function vault(address: string, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
-  const client = await pool(address)
+interface Target {
+  address: string
+  caPath: string | undefined
+}
+
+async function vault(to: Target, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
+  const client = await pool(to.address, to.caPath)
   const res = await client.request({
     method,
     path: `/v1/${path}`,
@@ -83,10 +101,10 @@ async function vault(address: string, method: 'GET' | 'POST', path: string, toke
   return answer
 }
 
-function login(address: string, mount: string, role: string, jwt: string): Promise<string> {
+function login(to: Target, mount: string, role: string, jwt: string): Promise<string> {
   let t = tokens.get(jwt)
   if (t === undefined) {
-    t = vault(address, 'POST', `auth/${mount}/login`, undefined, { role, jwt }).then(
+    t = vault(to, 'POST', `auth/${mount}/login`, undefined, { role, jwt }).then(
       (a) => (a['auth'] as { client_token: string }).client_token,
     )
     tokens.set(jwt, t)
@@ -99,10 +117,10 @@ function login(address: string, mount: string, role: string, jwt: string): Promi
 async function mount(req: MountRequest, argv: readonly string[]): Promise<object> {
   const attrs = JSON.parse(req.attributes) as Record<string, string>
   // The pod's vaultAddress, else the address the provider was started with, as ours does.
-  const address = attrs['vaultAddress'] ?? defaultVaultAddress(argv)
+  const to: Target = { address: attrs['vaultAddress'] ?? defaultVaultAddress(argv), caPath: attrs['vaultCACertPath'] }
   const jwt = (JSON.parse(attrs['csi.storage.k8s.io/serviceAccount.tokens']!) as { vault: { token: string } }).vault
     .token
-  const token = await login(address, attrs['vaultKubernetesMountPath'] ?? 'kubernetes', attrs['roleName']!, jwt)
+  const token = await login(to, attrs['vaultKubernetesMountPath'] ?? 'kubernetes', attrs['roleName']!, jwt)
   const text = attrs['objects']!
   let objects = parsedObjects.get(text)
   if (objects === undefined) {
@@ -111,7 +129,7 @@ async function mount(req: MountRequest, argv: readonly string[]): Promise<object
   }
   const files = await Promise.all(
     objects.map(async (o) => {
-      const answer = await vault(address, 'GET', o.secretPath, token)
+      const answer = await vault(to, 'GET', o.secretPath, token)
       const data = (answer['data'] as { data: Record<string, unknown> }).data
       return { path: o.objectName, mode: 0o644, contents: Buffer.from(String(data[o.secretKey])) }
     }),

@@ -102,7 +102,10 @@ function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): stri
     'Provider service account: a directory with `token` (a real token of vault-csi-provider/vault-csi-provider from the TokenRequest API), `namespace` (`vault-csi-provider`) and `ca.crt` (the front’s self-signed certificate). Ours reads it through `-kube-service-account-dir`; the reference runs under `unshare --mount --propagation private` where a tmpfs is mounted over /run (/var/run links there) and the three files are copied to /run/secrets/kubernetes.io/serviceaccount — a private mount namespace, nothing changes outside it.',
     `Load: the Secrets Store CSI driver's own client code (sigs.k8s.io/secrets-store-csi-driver v1.6.0 PluginClientBuilder + MountContent) in test/driver-client, mode \`mount-many\`: one process, one gRPC connection, N concurrent Mounts, files written by the kubelet atomic writer, per-call timing of the Mount RPC (client interceptor) and of the whole MountContent.`,
     `Churn time: one simulated minute = ${o.minuteSec} s real; round k starts k minutes after the first (or when round k−1 ends, if later: "late" in the per-round table). TTLs stay at production-like values, unscaled (token ${TTL.token}, database credentials ${TTL.dbCreds}, certificates ${TTL.cert}): ten simulated minutes end long before two thirds of any TTL, in simulated and in real time, so the counts are those of ten real minutes. Renewal at a TTL boundary is not exercised here (the integration tests do that).`,
-    "Latency: Vault time is measured from the outside by timing HTTP proxies (bench/proxy.ts) between the provider and OpenBao, one per pod (the pod's `vaultAddress`), so each Vault request belongs to exactly one Mount; the proxy's own forwarding time counts as Vault time.",
+    "Latency: Vault time is measured from the outside by timing HTTP proxies (bench/proxy.ts) between the provider and OpenBao, one per pod (the pod's `vaultAddress`), so each Vault request belongs to exactly one Mount; the proxy's own forwarding time counts as Vault time." +
+      (o.vaultTls
+        ? " With --vault-tls (this run) the providers reach those proxies over HTTPS: a self-signed certificate for 127.0.0.1 made by `openssl` (P-256), named by each pod's `vaultCACertPath`, TLS negotiated by the two ends as they would with Vault; the proxies forward to OpenBao over plain HTTP (their TLS work is the bench's, not a provider's)."
+        : ' The providers reach those proxies over plain HTTP (--vault-tls: over HTTPS).'),
     'CPU per Mount: utime + stime of the provider process from /proc/<pid>/stat (clock ticks, usually 10 ms each), read before and after every latency level (one block of Mounts), divided by its Mounts (and by the Vault requests its timing proxies saw). Everything the process did in that time counts (for the reference, its HMAC Secret GET over HTTPS on every Mount; for ours, timers and GC too).',
     `Fleet: ${o.nodes} provider processes stand for ${o.nodes} nodes (each its own socket, its own service-account files and read of the HMAC key Secret, its own ${o.pods} pods with their own JWTs); one \`mount-many\` driver client per node, all started together, each mounting its node's pods at once (5 KV values + one database credential, username and password from one lease). Requests, the busiest second and logins come from the audit log (its own timestamps); tokens held = logins − token revocations, leases held = secret leases created − lease revocations, both at the end of the rollout.`,
     "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
@@ -217,7 +220,11 @@ export async function runBench(
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   try {
-    world = await startWorld({ database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'), log })
+    world = await startWorld({
+      database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'),
+      vaultTls: o.vaultTls,
+      log,
+    })
     const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
     if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
     const compileCache = !imageCompileCache

@@ -53,6 +53,12 @@ export interface BenchOptions {
    * too, as one more variant of the storm, latency and footprint scenarios. Undefined: not run.
    */
   imageNode: string | undefined
+  /**
+   * Latency: the providers reach the pods' timing proxies over HTTPS (a self-signed certificate for
+   * 127.0.0.1, named by each pod's `vaultCACertPath`), as a real Vault is reached: TLS's cost on every
+   * request is in every variant's CPU per Mount. Off: plain HTTP, as in every sample before 2026-12-02.
+   */
+  vaultTls: boolean
 }
 
 /** Latency: Mounts of each variant's block after idling (fewer when a level is smaller). */
@@ -96,6 +102,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --image-node PATH  also run ours (pod) on this Node binary in the storm, latency and footprint
                      scenarios (bench/run.sh passes the Node of the Dockerfile's base image, fetched
                      from npm, unless --quick or --image-node is given; "none": not run)
+  --vault-tls        latency: the providers reach Vault (the timing proxies in front of OpenBao) over
+                     HTTPS, the proxies' self-signed CA named by each pod's vaultCACertPath
+                     (default: plain HTTP)
   --no-reference     run our provider only
   --profile          write a CPU profile of each of our provider processes to <out>/profiles
   --out DIR          output directory (default bench/results)
@@ -115,12 +124,13 @@ function positive(name: string, v: string | undefined, integer: boolean): number
 /** Parses argv (without node and the script); `--name value` and `--name=value` both work. */
 export function parseOptions(argv: string[], defaultOutDir: string): BenchOptions | 'help' {
   const given = new Map<string, string | undefined>()
-  const flags = new Set(['--quick', '--no-reference', '--profile', '-h', '--help'])
+  const flags = new Set(['--quick', '--no-reference', '--profile', '--vault-tls', '-h', '--help'])
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     const eq = a.indexOf('=')
     const name = eq > 0 ? a.slice(0, eq) : a
     if (flags.has(name)) {
+      if (eq > 0) throw new UsageError(`${name} takes no value, got ${a}`)
       given.set(name, undefined)
       continue
     }
@@ -167,6 +177,7 @@ export function parseOptions(argv: string[], defaultOutDir: string): BenchOption
     baselines: quick ? [] : [DEFAULT_BASELINE],
     settleSec: quick ? 2 : 20,
     imageNode: undefined,
+    vaultTls: given.has('--vault-tls'),
   }
   if (given.has('--scenario')) {
     const list = (given.get('--scenario') ?? '').split(',').map((s) => s.trim())

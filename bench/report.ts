@@ -124,7 +124,7 @@ export function renderMarkdown(r: BenchResults): string {
     `Run ${r.startedAt} → ${r.finishedAt} on ${r.environment.host} (${r.environment.cpus} CPUs), Node ${r.environment.node}, ${r.environment.openbao}, this repository at ${r.environment.commit}; load average at the end ${(r.environment.loadAvg ?? []).join(' / ')} (1 / 5 / 15 min: other work on the machine shows up in the times, not in the counts).`,
   )
   out.push(
-    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant and ${Math.min(PACED_MOUNTS, o.latencyMounts)} paced at ${1000 / PACED_INTERVAL_MS}/s after them${o.latencyIdleSec > 0 ? `, then per variant ${o.latencyIdleSec} s idle and ${Math.min(AFTER_IDLE_MOUNTS, o.latencyMounts)} more` : ''}${o.quick ? ' (--quick)' : ''}.`,
+    `Options: ${o.pods} pods, ${o.rounds} churn rounds, 1 simulated minute = ${o.minuteSec} s, ${o.latencyMounts} Mounts per latency level after ${o.latencyWarmup} warm-up Mounts per variant and ${Math.min(PACED_MOUNTS, o.latencyMounts)} paced at ${1000 / PACED_INTERVAL_MS}/s after them${o.latencyIdleSec > 0 ? `, then per variant ${o.latencyIdleSec} s idle and ${Math.min(AFTER_IDLE_MOUNTS, o.latencyMounts)} more` : ''}${o.vaultTls ? '; the latency scenario reaches Vault over HTTPS (--vault-tls)' : ''}${o.quick ? ' (--quick)' : ''}.`,
   )
   out.push(
     r.reference.available

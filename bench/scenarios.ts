@@ -404,6 +404,8 @@ export interface LatencyWarmup {
 
 export interface LatencyResult {
   variant: string
+  /** How the variant reached Vault (its pods' timing proxies): 'https' with --vault-tls. */
+  vaultScheme: 'http' | 'https'
   warmup: LatencyWarmup
   levels: LatencyLevel[]
   /** The paced block right after the levels: concurrency 1, one Mount every `intervalMs` (PACED_MOUNTS). */
@@ -431,10 +433,15 @@ async function setUpLatency(ctx: Context, v: Variant, tag = 'latency'): Promise<
   const proxies: TimingProxy[] = []
   let p: ProviderUnderTest | undefined
   try {
-    for (let i = 0; i < LATENCY_PODS; i++) proxies.push(await startTimingProxy(ctx.world.bao.addr))
+    // --vault-tls: HTTPS to the proxies, their CA named as a SecretProviderClass names Vault's.
+    const front = ctx.world.vaultFrontTls
+    for (let i = 0; i < LATENCY_PODS; i++) {
+      proxies.push(await startTimingProxy(ctx.world.bao.addr, front === undefined ? {} : { tls: front }))
+    }
     p = await startProvider(ctx, v, tag)
     const pods = await makePods(ctx.dir, `${tag}-${v.kind}-${Date.now()}`, LATENCY_PODS, ctx.world.podJwt)
-    const attrs = pods.map((pod, i) => attributesFor(pod, SMALL_KV, { vaultAddress: proxies[i]!.url }))
+    const ca: Record<string, string> = front === undefined ? {} : { vaultCACertPath: front.certPath }
+    const attrs = pods.map((pod, i) => attributesFor(pod, SMALL_KV, { vaultAddress: proxies[i]!.url, ...ca }))
     const targets = pods.map((pod) => pod.target)
     // Warm-up: every pod logs in once and every object is read once.
     const warm = await mountMany(
@@ -517,6 +524,7 @@ export async function runLatency(
     return {
       results: setups.map((s) => ({
         variant: s.v.label,
+        vaultScheme: s.proxies[0]?.url.startsWith('https:') ? ('https' as const) : ('http' as const),
         warmup: s.warmup,
         levels: levels.get(s.v.label)!,
         paced: paced.has(s.v.label) ? { intervalMs: PACED_INTERVAL_MS, ...paced.get(s.v.label)! } : undefined,

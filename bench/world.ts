@@ -44,6 +44,8 @@ export interface World {
   kubeTls: TimingProxy
   /** The provider's service-account files: a real token, namespace, the front's ca.crt. */
   saDir: string
+  /** With WorldOptions.vaultTls: the certificate the latency scenario's timing proxies in front of OpenBao serve. */
+  vaultFrontTls: FrontTls | undefined
   dir: string
   podJwt(podName: string, podUid: string): string
   stop(): Promise<void>
@@ -57,10 +59,17 @@ function run(cmd: string, args: string[]): Promise<string> {
   )
 }
 
-/** A self-signed certificate for 127.0.0.1 (the API server's timing front), made by openssl. */
-async function selfSigned(dir: string): Promise<{ key: string; cert: string; certPath: string }> {
-  const keyPath = join(dir, 'kube-api.key')
-  const certPath = join(dir, 'kube-api.crt')
+export interface FrontTls {
+  key: string
+  cert: string
+  /** The certificate's file: a provider's CA file for this front. */
+  certPath: string
+}
+
+/** A self-signed certificate for 127.0.0.1 (a timing front: `name` says whose), made by openssl. */
+async function selfSigned(dir: string, name: string): Promise<FrontTls> {
+  const keyPath = join(dir, `${name}.key`)
+  const certPath = join(dir, `${name}.crt`)
   await run('openssl', [
     'req',
     '-x509',
@@ -76,7 +85,7 @@ async function selfSigned(dir: string): Promise<{ key: string; cert: string; cer
     '-days',
     '2',
     '-subj',
-    '/CN=kube-apiserver-bench-front',
+    `/CN=${name}-bench-front`,
     '-addext',
     'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc',
   ])
@@ -86,6 +95,8 @@ async function selfSigned(dir: string): Promise<{ key: string; cert: string; cer
 export interface WorldOptions {
   /** Start PostgreSQL and the database engine (churn scenario). */
   database: boolean
+  /** Make a certificate for HTTPS timing proxies in front of OpenBao (--vault-tls). */
+  vaultTls: boolean
   log: (msg: string) => void
 }
 
@@ -168,7 +179,8 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       immutable: true,
       data: { key: randomBytes(32).toString('base64') },
     })
-    const tls = await selfSigned(dir)
+    const tls = await selfSigned(dir, 'kube-api')
+    const vaultFrontTls = o.vaultTls ? await selfSigned(dir, 'vault') : undefined
     const kubeTls = await startTimingProxy(kube.url, { tls, upstreamCa: kube.caPem })
     stack.push(() => kubeTls.close())
 
@@ -207,6 +219,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       kube,
       kubeTls,
       saDir,
+      vaultFrontTls,
       dir,
       podJwt: (podName, podUid) =>
         signServiceAccountJwt({

@@ -69,6 +69,12 @@ t.test('options: unmeasured warm-up Mounts before the latency levels', async (t)
   t.throws(() => parseOptions(['--latency-warmup', '2.5'], '/out'), /--latency-warmup needs a positive integer/)
 })
 
+t.test('options: the latency scenario over HTTPS', async (t) => {
+  t.equal(options([]).vaultTls, false, 'plain HTTP unless asked, as in the samples before it')
+  t.equal(options(['--vault-tls']).vaultTls, true)
+  t.throws(() => parseOptions(['--vault-tls=yes'], '/out'), /--vault-tls takes no value, got --vault-tls=yes/)
+})
+
 t.test('options: idle seconds before the after-idle latency block', async (t) => {
   t.equal(options([]).latencyIdleSec, 20, 'past V8’s 8 s memory-reducer delay, like a node between pods')
   t.equal(options(['--quick']).latencyIdleSec, 1)

@@ -243,3 +243,38 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.match(svg, /^<svg /)
   t.match(svg, /Storm: logins/)
 })
+
+t.test('bench --vault-tls: the latency scenario reaches Vault over HTTPS', async (t) => {
+  const out = await tempDirFor(t, 'vcp-bench-tls-')
+  const opts = parseOptions(
+    [
+      ...['--scenario', 'latency', '--quick', '--no-reference', '--image-node', 'none', '--vault-tls'],
+      ...['--latency-mounts', '4', '--latency-warmup', '8', '--latency-idle', '0', '--out', out],
+    ],
+    out,
+  )
+  if (opts === 'help') throw new Error('unexpected help')
+  await runBench(opts, () => undefined)
+  const r = JSON.parse(readFileSync(`${out}/results.json`, 'utf8')) as BenchResults
+  t.same(r.failures, [], 'no variant failed')
+  // A provider that did not trust the proxies' CA named by vaultCACertPath, or spoke plain HTTP to
+  // them, would fail every Mount.
+  t.same(
+    r.latency.map((l) => [l.variant, l.vaultScheme, l.levels.map((lv) => [lv.concurrency, lv.mounts, lv.failed])]),
+    ['ours (pod)', 'ours (serviceaccount)', FLOOR].map((v) => [
+      v,
+      'https',
+      [
+        [1, 4, 0],
+        [8, 4, 0],
+      ],
+    ]),
+    'every variant, the floor too, served every Mount over HTTPS',
+  )
+  for (const l of r.latency) {
+    t.ok((l.levels[0]?.vaultCallsPerMount ?? 0) > 0, `${l.variant}: Vault requests seen by the HTTPS timing proxies`)
+  }
+  const md = readFileSync(`${out}/results.md`, 'utf8')
+  t.match(md, /the latency scenario reaches Vault over HTTPS \(--vault-tls\)/)
+  t.match(md, /With --vault-tls \(this run\) the providers reach those proxies over HTTPS/)
+})
