@@ -61,7 +61,7 @@ const parsedObjects = new Map<string, FloorObject[]>()
 /** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
 const tokens = new Map<string, Promise<string>>()
 
-/** Ours keeps idle Vault connections this long by default (-vault-idle-connection-timeout); undici's own is 4 s. */
+/** As ours by default (DEFAULT_VAULT_IDLE_CONNECTION_MS, -vault-idle-connection-timeout); undici's own is 4 s. */
 const IDLE_CONNECTION_MS = 30_000
 
 /** A pool per address and CA file (`vaultCACertPath`, read once, as ours reads it once per transport). */
