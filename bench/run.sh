@@ -25,9 +25,9 @@ npm run --silent build
 # ------------------------------------------------------------- reference provider
 # Default: openbao-csi-provider 2.0.2 (MPL-2.0, the maintained line of HashiCorp's provider), built
 # from the release source kept in the project's shared folder by its build.sh (dependencies from the
-# Go module proxy). The shared folder sits beside the repository (../shared from the repo root);
-# VCP_SHARED_DIR overrides that. In a git worktree elsewhere, the one beside the main checkout is
-# used. BENCH_REFERENCE_MODULE=<module>@<version> instead `go install`s that module.
+# Go module proxy); bench/shared-dir.sh says where that folder is (beside the repository, or beside
+# the checkout a worktree or a local clone belongs to; VCP_SHARED_DIR overrides it).
+# BENCH_REFERENCE_MODULE=<module>@<version> instead `go install`s that module.
 mkdir -p .cache/bench .cache/bin
 status=.cache/bench/reference-status.json
 stamp=.cache/bench/reference.stamp
@@ -43,15 +43,6 @@ if len(sys.argv) > 5:
     d["error"] = sys.argv[5][-1500:]
 print(json.dumps(d))
 PYEOF
-}
-shared_dir() {
-  if [[ -n "${VCP_SHARED_DIR:-}" ]]; then printf '%s' "$VCP_SHARED_DIR"; return; fi
-  if [[ -d "$ROOT/../shared/reference" ]]; then (cd "$ROOT/../shared" && pwd); return; fi
-  # A git worktree: the shared folder beside the main checkout (<main>/.git is the common dir).
-  local common
-  common="$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
-  if [[ -n "$common" && -d "$common/../../shared/reference" ]]; then (cd "$common/../../shared" && pwd); return; fi
-  printf '%s' "$ROOT/../shared"
 }
 
 if [[ "$want_ref" == "1" && -n "${BENCH_REFERENCE_MODULE:-}" ]]; then
@@ -82,7 +73,7 @@ if [[ "$want_ref" == "1" && -n "${BENCH_REFERENCE_MODULE:-}" ]]; then
     fi
   fi
 elif [[ "$want_ref" == "1" ]]; then
-  shared="$(shared_dir)"
+  shared="$(bash bench/shared-dir.sh "$ROOT")"
   build="$shared/reference/build.sh"
   tarball="$shared/reference/openbao-csi-provider-2.0.2.tar.xz"
   if [[ ! -f "$build" || ! -f "$tarball" ]]; then
