@@ -1,9 +1,10 @@
 // The operator docs stay complete as the code grows: every flag, SecretProviderClass
 // parameter and object field the code reads is in docs/configuration.md, every error code
 // of the catalogue has its section in docs/troubleshooting.md, every alert of
-// docs/prometheus-alerts.yaml is explained there, and relative links resolve.
+// docs/prometheus-alerts.yaml is explained there, every committed benchmark sample is in
+// bench/results/README.md, and relative links resolve.
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
@@ -64,13 +65,19 @@ t.test('every example alert is explained in docs/troubleshooting.md', async (t) 
   for (const name of names) t.ok(doc.includes(`### \`${name}\``), `${name} explained`)
 })
 
-t.test('relative links in the operator docs resolve', async (t) => {
+t.test('relative links in the operator and benchmark docs resolve', async (t) => {
   for (const file of [
     'README.md',
     'docs/configuration.md',
     'docs/troubleshooting.md',
     'docs/migration.md',
     'docs/architecture.md',
+    'docs/vault-economy.md',
+    'docs/outputs.md',
+    'docs/cli.md',
+    'docs/failure-behaviour.md',
+    'bench/README.md',
+    'bench/results/README.md',
   ]) {
     const text = await read(file)
     for (const m of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
@@ -79,4 +86,11 @@ t.test('relative links in the operator docs resolve', async (t) => {
       t.ok(existsSync(join(PACKAGE_ROOT, dirname(file), target)), `${file}: ${target} exists`)
     }
   }
+})
+
+t.test('every committed benchmark sample is in bench/results/README.md', async (t) => {
+  const samples = (await readdir(join(PACKAGE_ROOT, 'bench', 'results'))).filter((f) => /^sample-.*\.md$/.test(f))
+  t.ok(samples.length > 0, `${samples.length} samples`)
+  const index = await read('bench/results/README.md')
+  for (const sample of samples) t.ok(index.includes(`](${sample})`), `${sample} is listed`)
 })
