@@ -21,7 +21,7 @@ function sharedDir(root: string, env: NodeJS.ProcessEnv = {}): string {
 }
 
 /** <dir>/main (a repository with one commit) and <dir>/shared/reference, as on a workplace machine. */
-async function workplace(t: Parameters<typeof tempDirFor>[0]): Promise<{ dir: string; main: string; shared: string }> {
+async function workplace(t: Parameters<typeof tempDirFor>[0]): Promise<{ main: string; shared: string }> {
   const dir = realpathSync(await tempDirFor(t, 'vcp-shared-dir-'))
   const main = join(dir, 'main')
   const shared = join(dir, 'shared')
@@ -29,7 +29,7 @@ async function workplace(t: Parameters<typeof tempDirFor>[0]): Promise<{ dir: st
   mkdirSync(main)
   git(main, 'init', '-q')
   git(main, 'commit', '-q', '--allow-empty', '-m', 'first')
-  return { dir, main, shared }
+  return { main, shared }
 }
 
 t.test('a checkout beside the shared folder finds it', async (t) => {
