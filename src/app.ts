@@ -20,11 +20,11 @@ import { ProviderServer } from './server/grpc-server.js'
 import { mountStatusName } from './server/grpc-status.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { loadProtos } from './server/proto.js'
-import { AddressAllowlist } from './vault/address-allowlist.js'
-import { BreakerRegistry, probeOutcome } from './vault/breaker.js'
-import { probeVaultHealth } from './vault/health-probe.js'
-import { SessionPool } from './vault/pool.js'
-import { TransportRegistry, type TransportSource } from './vault/transport.js'
+import { AddressAllowlist } from './vault/transport/address-allowlist.js'
+import { BreakerRegistry, probeOutcome } from './vault/resilience/breaker.js'
+import { probeVaultHealth } from './vault/resilience/health-probe.js'
+import { SessionPool } from './vault/sessions/pool.js'
+import { TransportRegistry, type TransportSource } from './vault/transport/transport.js'
 
 export interface Provider {
   mountService: MountService

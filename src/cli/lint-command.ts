@@ -7,7 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { ConfigError, loadConfig } from '../config/config.js'
 import { lintMarkdown, lintYaml, type LintOptions, type LintProblem, type LintResult } from '../lint/spc-lint.js'
-import { AddressAllowlist } from '../vault/address-allowlist.js'
+import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { EXIT, UsageError, type Style } from './output.js'
 import type { CommandResult } from './mount-command.js'
 

@@ -16,7 +16,7 @@ import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
 import { ATTR, parseMountRequest } from '../request/parse-request.js'
 import type { MountSpec, SecretObject } from '../request/types.js'
-import type { AddressAllowlist } from '../vault/address-allowlist.js'
+import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { lintObjects } from './objects-lint.js'
 
 /** The parameters a Mount reads (test/unit/lint checks this list against parse-request.ts). */

@@ -9,12 +9,12 @@
 import * as grpc from '@grpc/grpc-js'
 import type { VaultConnection } from '../request/types.js'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
-import { probeVaultHealth as probe, type VaultHealth } from '../vault/health-probe.js'
-import { defaultTransportOptions, VaultTransport } from '../vault/transport.js'
+import { probeVaultHealth as probe, type VaultHealth } from '../vault/resilience/health-probe.js'
+import { defaultTransportOptions, VaultTransport } from '../vault/transport/transport.js'
 import { grpcStatusName } from './grpc-status.js'
 import { loadHealthClient, loadProtos, type ProviderProtos } from './proto.js'
 
-export { describeHealthStatus, type VaultHealth } from '../vault/health-probe.js'
+export { describeHealthStatus, type VaultHealth } from '../vault/resilience/health-probe.js'
 
 export const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health'
 export const PROVIDER_SERVICE_NAME = 'v1alpha1.CSIDriverProvider'

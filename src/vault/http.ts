@@ -15,7 +15,7 @@
  */
 import type NodeVault from 'node-vault'
 import type { SchemaValidator } from './request-validator.js'
-import type { VaultAnswer, VaultCall, VaultCaller } from './transport.js'
+import type { VaultAnswer, VaultCall, VaultCaller } from './transport/transport.js'
 
 export type NodeVaultFactory = typeof NodeVault
 export type NodeVaultClient = ReturnType<NodeVaultFactory>

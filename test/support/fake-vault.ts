@@ -2,9 +2,9 @@
 // it records every call and answers from a script, so tests can hold an answer, fail it, or
 // check what was sent. The real transport is tested against real HTTP servers and OpenBao.
 import type { Logger } from '../../src/observability/logger.js'
-import { VaultCallAborted, VaultHttpError } from '../../src/vault/call-errors.js'
-import type { SessionPoolOptions } from '../../src/vault/pool.js'
-import type { TransportSource, VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport.js'
+import { VaultCallAborted, VaultHttpError } from '../../src/vault/transport/call-errors.js'
+import type { SessionPoolOptions } from '../../src/vault/sessions/pool.js'
+import type { TransportSource, VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport/transport.js'
 
 /**
  * SessionPool options for unit tests on fake Vaults: pod scope, nothing kept past a Mount, no idle

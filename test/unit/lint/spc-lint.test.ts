@@ -18,7 +18,7 @@ import {
 } from '../../../src/lint/spc-lint.js'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
 import { parseObjects } from '../../../src/request/objects.js'
-import { AddressAllowlist } from '../../../src/vault/address-allowlist.js'
+import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 
 const DEFAULTS: VaultDefaults = { authMount: 'kubernetes', tls: { skipVerify: false } }
 const WITH_ADDRESS: VaultDefaults = { ...DEFAULTS, address: 'https://vault.example:8200' }

@@ -10,7 +10,7 @@ import { MOUNT_FETCH_CONCURRENCY, runMount, type MountDeps } from '../../../src/
 import { createLogger } from '../../../src/observability/logger.js'
 import type { MountSpec } from '../../../src/request/types.js'
 import { Deadline } from '../../../src/util/deadline.js'
-import { SessionPool } from '../../../src/vault/pool.js'
+import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import { FakeVault, fakePoolOptions, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { signServiceAccountJwt } from '../../support/jwt.js'
 import { ManualTime } from '../../support/manual-time.js'

@@ -9,8 +9,8 @@ import t from 'tap'
 import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { createNodeVaultClient, createVaultRequester } from '../../../src/vault/http.js'
-import { VaultSession } from '../../../src/vault/session.js'
-import { VaultTransport, defaultTransportOptions } from '../../../src/vault/transport.js'
+import { VaultSession } from '../../../src/vault/sessions/session.js'
+import { VaultTransport, defaultTransportOptions } from '../../../src/vault/transport/transport.js'
 
 const PROVIDER_TOKEN = 'hvs.PROVIDER-OWN-TOKEN-never-sent'
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))

@@ -6,7 +6,7 @@ import t from 'tap'
 import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { AXIOS_STAND_IN, axiosPathForNodeVault } from '../../../src/vault/no-axios.js'
-import { SessionPool } from '../../../src/vault/pool.js'
+import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import { FakeVault, fakePoolOptions, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))

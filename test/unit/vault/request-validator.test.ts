@@ -4,13 +4,13 @@ import nodeVault from 'node-vault'
 import t from 'tap'
 import tv4 from 'tv4'
 import { createNodeVaultClient, withRequestValidator } from '../../../src/vault/http.js'
-import { importNodeVault } from '../../../src/vault/pool.js'
+import { importNodeVault } from '../../../src/vault/sessions/pool.js'
 import {
   stringPropertiesOf,
   withStringPropertiesFastPath,
   type SchemaValidator,
 } from '../../../src/vault/request-validator.js'
-import type { VaultCall, VaultCaller } from '../../../src/vault/transport.js'
+import type { VaultCall, VaultCaller } from '../../../src/vault/transport/transport.js'
 
 /** A transport that answers every call with an empty KV answer and remembers the calls. */
 function fakeTransport(): VaultCaller & { calls: VaultCall[] } {

@@ -18,8 +18,8 @@
  * when none is left (util/shared-call.ts).
  */
 import { LRUCache } from 'lru-cache'
-import type { Clock, Deadline } from '../util/deadline.js'
-import { SharedCall, type Timers } from '../util/shared-call.js'
+import type { Clock, Deadline } from '../../util/deadline.js'
+import { SharedCall, type Timers } from '../../util/shared-call.js'
 import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
 
 /** Bounds of the store shared by every identity of the process. */

@@ -3,9 +3,9 @@
 // Time is Node's mocked timers, which also drive undici's own: nothing here waits for the clock.
 import { mock } from 'node:test'
 import t, { type Test } from 'tap'
-import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../../src/config/config.js'
-import { VaultTransport, defaultTransportOptions, type VaultTransportOptions } from '../../../src/vault/transport.js'
-import { advance, startIdleServer } from '../../support/idle-server.js'
+import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../../../src/config/config.js'
+import { VaultTransport, defaultTransportOptions, type VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
+import { advance, startIdleServer } from '../../../support/idle-server.js'
 
 const server = (t: Test, keepAliveHint?: number) => startIdleServer(t, '{"data":{}}', keepAliveHint)
 

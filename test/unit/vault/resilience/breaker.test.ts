@@ -1,19 +1,19 @@
 // The breaker with injected time: probes are scheduled on a manual clock, so nothing sleeps.
 import http from 'node:http'
 import t from 'tap'
-import type { ProviderError } from '../../../src/errors.js'
-import type { VaultConnection } from '../../../src/request/types.js'
-import { Deadline } from '../../../src/util/deadline.js'
+import type { ProviderError } from '../../../../src/errors.js'
+import type { VaultConnection } from '../../../../src/request/types.js'
+import { Deadline } from '../../../../src/util/deadline.js'
 import {
   BreakerRegistry,
   failureKind,
   probeHealth,
   probeOutcome,
   type ProbeOutcome,
-} from '../../../src/vault/breaker.js'
-import { VaultConnectionError, VaultHttpError } from '../../../src/vault/call-errors.js'
-import { withRetry } from '../../../src/vault/retry.js'
-import { ManualTime } from '../../support/manual-time.js'
+} from '../../../../src/vault/resilience/breaker.js'
+import { VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
+import { withRetry } from '../../../../src/vault/resilience/retry.js'
+import { ManualTime } from '../../../support/manual-time.js'
 
 const conn: VaultConnection = { address: 'https://vault.example:8200', tls: { skipVerify: false } }
 const refused = new VaultConnectionError('refused', 'ECONNREFUSED', 'connection failed (ECONNREFUSED)')

@@ -6,7 +6,7 @@ import {
   VaultHttpError,
   vaultErrorsOf,
   type ConnectionFailureKind,
-} from '../../../src/vault/call-errors.js'
+} from '../../../src/vault/transport/call-errors.js'
 import {
   MAX_VAULT_ERROR_CHARS,
   oneLine,
@@ -16,7 +16,7 @@ import {
   statusOf,
   vaultError,
   type VaultFailure,
-} from '../../../src/vault/errors.js'
+} from '../../../src/vault/failure-to-error.js'
 
 const JWT =
   'eyJhbGciOiJSUzI1NiIsImtpZCI6InRlc3QifQ.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6c2hvcDp3ZWIifQ.c2lnbmF0dXJlLW5vdC1yZWFs'

@@ -7,18 +7,18 @@
  * when a cached token is refused, and what the identity has read
  * (secret-cache.ts).
  */
-import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyText } from '../errors.js'
-import { decodeServiceAccountJwt } from '../identity/claims.js'
-import type { Logger } from '../observability/logger.js'
-import type { VaultObserver, VaultOperation } from '../observability/vault-observer.js'
-import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../request/types.js'
-import type { CancelSignal } from '../util/cancellation.js'
-import type { Clock, Deadline } from '../util/deadline.js'
-import { REAL_TIMERS, SharedCall, type Timers } from '../util/shared-call.js'
-import type { BreakerRegistry } from './breaker.js'
-import { isTimeout, statusOf, VaultCallAborted } from './call-errors.js'
-import { attemptsOf, deadlineError, vaultError } from './errors.js'
-import type { NodeVaultClient, NodeVaultRequest } from './http.js'
+import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyText } from '../../errors.js'
+import { decodeServiceAccountJwt } from '../../identity/claims.js'
+import type { Logger } from '../../observability/logger.js'
+import type { VaultObserver, VaultOperation } from '../../observability/vault-observer.js'
+import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../../request/types.js'
+import type { CancelSignal } from '../../util/cancellation.js'
+import type { Clock, Deadline } from '../../util/deadline.js'
+import { REAL_TIMERS, SharedCall, type Timers } from '../../util/shared-call.js'
+import type { BreakerRegistry } from '../resilience/breaker.js'
+import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
+import { attemptsOf, deadlineError, vaultError } from '../failure-to-error.js'
+import type { NodeVaultClient, NodeVaultRequest } from '../http.js'
 import {
   DEFAULT_RETRY_POLICY,
   abortableSleep,
@@ -26,9 +26,9 @@ import {
   type RetryHooks,
   type RetryPolicy,
   type Sleep,
-} from './retry.js'
+} from '../resilience/retry.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
-import { MAX_TOKEN_ANSWER_BYTES } from './transport.js'
+import { MAX_TOKEN_ANSWER_BYTES } from '../transport/transport.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000

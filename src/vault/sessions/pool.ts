@@ -11,18 +11,18 @@
 import { LRUCache } from 'lru-cache'
 import type NodeVaultModule from 'node-vault'
 import type Tv4Module from 'tv4'
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../config/config.js'
-import type { Logger } from '../observability/logger.js'
-import type { VaultObserver } from '../observability/vault-observer.js'
-import type { Clock } from '../util/deadline.js'
-import { loadCommonJs } from '../util/libraries.js'
-import type { Timers } from '../util/shared-call.js'
-import type { BreakerRegistry } from './breaker.js'
-import type { RetryPolicy, Sleep } from './retry.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../../config/config.js'
+import type { Logger } from '../../observability/logger.js'
+import type { VaultObserver } from '../../observability/vault-observer.js'
+import type { Clock } from '../../util/deadline.js'
+import { loadCommonJs } from '../../util/libraries.js'
+import type { Timers } from '../../util/shared-call.js'
+import type { BreakerRegistry } from '../resilience/breaker.js'
+import type { RetryPolicy, Sleep } from '../resilience/retry.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { createNodeVaultClient, withRequestValidator, type NodeVaultClient, type NodeVaultFactory } from './http.js'
-import { installAxiosStandIn } from './no-axios.js'
-import { withStringPropertiesFastPath } from './request-validator.js'
+import { createNodeVaultClient, withRequestValidator, type NodeVaultClient, type NodeVaultFactory } from '../http.js'
+import { installAxiosStandIn } from '../no-axios.js'
+import { withStringPropertiesFastPath } from '../request-validator.js'
 import { VaultSession, type VaultIdentity } from './session.js'
 import {
   connectionKey,
@@ -31,7 +31,7 @@ import {
   type TransportOptions,
   type TransportSource,
   type VaultCaller,
-} from './transport.js'
+} from '../transport/transport.js'
 
 export type IdentityScope = IdentityScopeName
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { expiryOf, lifetimeOf, renewPoint } from '../../../src/vault/lifetime.js'
+import { expiryOf, lifetimeOf, renewPoint } from '../../../../src/vault/sessions/lifetime.js'
 
 t.test('leased, issued and static answers', async (t) => {
   const now = 1_000_000

@@ -2,9 +2,9 @@
 // the caching rules themselves, independent of Vault (the integration suite
 // covers them against OpenBao).
 import t from 'tap'
-import { Deadline } from '../../../src/util/deadline.js'
-import { SecretCache, type CacheBackend } from '../../../src/vault/secret-cache.js'
-import { ManualTime } from '../../support/manual-time.js'
+import { Deadline } from '../../../../src/util/deadline.js'
+import { SecretCache, type CacheBackend } from '../../../../src/vault/sessions/secret-cache.js'
+import { ManualTime } from '../../../support/manual-time.js'
 
 /** A deadline nobody reaches in these tests, and the error a waiter that leaves gets. */
 const far = (): Deadline => Deadline.in(3_600_000)

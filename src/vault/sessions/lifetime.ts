@@ -7,7 +7,7 @@
  * - static: anything else (KV…): no lifetime of its own.
  */
 import { X509Certificate } from 'node:crypto'
-import { isPlainObject } from '../util/plain-object.js'
+import { isPlainObject } from '../../util/plain-object.js'
 
 /** A dynamic secret is replaced (or renewed) once this fraction of its lifetime has passed. */
 export const RENEW_FRACTION = 2 / 3

@@ -4,14 +4,14 @@
 import { Writable } from 'node:stream'
 import nodeVault from 'node-vault'
 import t from 'tap'
-import type { ProviderError } from '../../../src/errors.js'
-import { createLogger } from '../../../src/observability/logger.js'
-import type { CancelSignal } from '../../../src/util/cancellation.js'
-import { Deadline } from '../../../src/util/deadline.js'
-import { createNodeVaultClient } from '../../../src/vault/http.js'
-import { VaultSession, encodePath, type VaultIdentity, type VaultRequest } from '../../../src/vault/session.js'
-import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
-import { ManualTime } from '../../support/manual-time.js'
+import type { ProviderError } from '../../../../src/errors.js'
+import { createLogger } from '../../../../src/observability/logger.js'
+import type { CancelSignal } from '../../../../src/util/cancellation.js'
+import { Deadline } from '../../../../src/util/deadline.js'
+import { createNodeVaultClient } from '../../../../src/vault/http.js'
+import { VaultSession, encodePath, type VaultIdentity, type VaultRequest } from '../../../../src/vault/sessions/session.js'
+import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
+import { ManualTime } from '../../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
 const identity: VaultIdentity = {

@@ -3,10 +3,10 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
-import type { ProviderError } from '../../../src/errors.js'
-import type { VaultCallEvent } from '../../../src/observability/vault-observer.js'
-import { Cancellation } from '../../../src/util/cancellation.js'
-import { VaultCallAborted, VaultConnectionError, VaultHttpError } from '../../../src/vault/call-errors.js'
+import type { ProviderError } from '../../../../src/errors.js'
+import type { VaultCallEvent } from '../../../../src/observability/vault-observer.js'
+import { Cancellation } from '../../../../src/util/cancellation.js'
+import { VaultCallAborted, VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import {
   MAX_ERROR_BODY_BYTES,
   MAX_TOKEN_ANSWER_BYTES,
@@ -15,7 +15,7 @@ import {
   redirectOrigin,
   type VaultCall,
   type VaultTransportOptions,
-} from '../../../src/vault/transport.js'
+} from '../../../../src/vault/transport/transport.js'
 
 interface Seen {
   url: string
@@ -304,7 +304,7 @@ t.test('only 200 and 204 are answers to use: another 2xx is a typed error', asyn
 })
 
 t.test('unix:// addresses (a Vault Agent socket) go over the socket', async (t) => {
-  const { tempDirFor } = await import('../../support/tmp.js')
+  const { tempDirFor } = await import('../../../support/tmp.js')
   const dir = await tempDirFor(t)
   const socketPath = `${dir}/agent.sock`
   const seen: string[] = []

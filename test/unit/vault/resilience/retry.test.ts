@@ -1,12 +1,12 @@
 import t, { type Test } from 'tap'
-import { Cancellation } from '../../../src/util/cancellation.js'
-import { Deadline } from '../../../src/util/deadline.js'
+import { Cancellation } from '../../../../src/util/cancellation.js'
+import { Deadline } from '../../../../src/util/deadline.js'
 import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
   type ConnectionFailureKind,
-} from '../../../src/vault/call-errors.js'
+} from '../../../../src/vault/transport/call-errors.js'
 import {
   DEFAULT_RETRY_POLICY,
   abortableSleep,
@@ -18,7 +18,7 @@ import {
   type RetryDecision,
   type RetryPolicy,
   type Sleep,
-} from '../../../src/vault/retry.js'
+} from '../../../../src/vault/resilience/retry.js'
 
 const answered = (status: number, retryAfter?: string): VaultHttpError =>
   new VaultHttpError(status, [], parseRetryAfter(retryAfter))

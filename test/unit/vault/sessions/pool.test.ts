@@ -3,12 +3,12 @@
 import { Writable } from 'node:stream'
 import nodeVault from 'node-vault'
 import t from 'tap'
-import { createLogger } from '../../../src/observability/logger.js'
-import { Deadline } from '../../../src/util/deadline.js'
-import { SessionPool } from '../../../src/vault/pool.js'
-import type { VaultIdentity } from '../../../src/vault/session.js'
-import { FakeVault, fakePoolOptions, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
-import { ManualTime } from '../../support/manual-time.js'
+import { createLogger } from '../../../../src/observability/logger.js'
+import { Deadline } from '../../../../src/util/deadline.js'
+import { SessionPool } from '../../../../src/vault/sessions/pool.js'
+import type { VaultIdentity } from '../../../../src/vault/sessions/session.js'
+import { FakeVault, fakePoolOptions, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
+import { ManualTime } from '../../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
 const id = (uid: string, serviceAccount = 'web'): VaultIdentity => ({

@@ -27,18 +27,18 @@
  */
 import { LRUCache } from 'lru-cache'
 import type { Dispatcher, buildConnector as Connectors } from 'undici'
-import { loadUndici, type Pool, type Undici } from '../http/undici.js'
-import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
+import { loadUndici, type Pool, type Undici } from '../../http/undici.js'
+import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
+import { ProviderError, q } from '../../errors.js'
 import {
   operationOfCall,
   type VaultCallEvent,
   type VaultObserver,
   type VaultOperation,
-} from '../observability/vault-observer.js'
-import type { VaultConnection } from '../request/types.js'
-import type { CancelSignal } from '../util/cancellation.js'
-import { parseRetryAfter } from './retry.js'
+} from '../../observability/vault-observer.js'
+import type { VaultConnection } from '../../request/types.js'
+import type { CancelSignal } from '../../util/cancellation.js'
+import { parseRetryAfter } from '../resilience/retry.js'
 import {
   VaultCallAborted,
   VaultConnectionError,

@@ -8,7 +8,7 @@
  * the allow-list refuses) are not here: they are ProviderErrors of the
  * catalogue from the start, because their texts are final.
  */
-import { cutForScrub, scrub } from '../errors.js'
+import { cutForScrub, scrub } from '../../errors.js'
 
 export const MAX_VAULT_ERROR_CHARS = 500
 /** Vault's errors[] can echo pod input (a 200 KB roleName): at most this many entries are read... */

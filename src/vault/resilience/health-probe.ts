@@ -18,10 +18,10 @@
  * - A TLS failure is reported as such (errorKind 'tls'): the server answered
  *   the connection, so the breaker does not treat it as down.
  */
-import type { CancelSignal } from '../util/cancellation.js'
-import { VaultConnectionError, type ConnectionFailureKind } from './call-errors.js'
-import { describeFailure } from './errors.js'
-import { MAX_ERROR_BODY_BYTES, type VaultTransport } from './transport.js'
+import type { CancelSignal } from '../../util/cancellation.js'
+import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
+import { describeFailure } from '../failure-to-error.js'
+import { MAX_ERROR_BODY_BYTES, type VaultTransport } from '../transport/transport.js'
 
 export const HEALTH_PATH = 'sys/health?standbyok=true&perfstandbyok=true'
 const HEALTHY_STATUSES: ReadonlySet<number> = new Set([200, 429, 473])

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { ProviderError } from '../../../src/errors.js'
-import { AddressAllowlist } from '../../../src/vault/address-allowlist.js'
+import { ProviderError } from '../../../../src/errors.js'
+import { AddressAllowlist } from '../../../../src/vault/transport/address-allowlist.js'
 
 t.test('empty: any address (the compatible default)', async (t) => {
   const a = new AddressAllowlist([])

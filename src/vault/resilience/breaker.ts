@@ -16,16 +16,16 @@
  * one SecretProviderClass, or a 403, never closes the address for the others.
  * The composition root builds one registry and injects it (no module state).
  */
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
-import type { Logger } from '../observability/logger.js'
-import type { VaultConnection } from '../request/types.js'
-import type { Clock } from '../util/deadline.js'
-import { REAL_TIMERS, type Timers } from '../util/shared-call.js'
-import { VaultConnectionError, VaultHttpError } from './call-errors.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
+import { ProviderError, q } from '../../errors.js'
+import type { Logger } from '../../observability/logger.js'
+import type { VaultConnection } from '../../request/types.js'
+import type { Clock } from '../../util/deadline.js'
+import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
+import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.js'
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
-import { defaultTransportOptions, VaultTransport } from './transport.js'
+import { defaultTransportOptions, VaultTransport } from '../transport/transport.js'
 
 export interface BreakerOptions {
   /** Connection failures in a row that open an address. */

@@ -8,9 +8,9 @@
  * quota). Never retried: 400, 403, 404 and every other 4xx (the answer would
  * be the same), TLS failures (a configuration problem, not a blip).
  */
-import type { CancelSignal } from '../util/cancellation.js'
-import type { Deadline } from '../util/deadline.js'
-import { VaultCallAborted, VaultConnectionError, VaultHttpError, type ConnectionFailureKind } from './call-errors.js'
+import type { CancelSignal } from '../../util/cancellation.js'
+import type { Deadline } from '../../util/deadline.js'
+import { VaultCallAborted, VaultConnectionError, VaultHttpError, type ConnectionFailureKind } from '../transport/call-errors.js'
 
 export interface RetryPolicy {
   /** Total attempts, the first included. */

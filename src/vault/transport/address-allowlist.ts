@@ -12,8 +12,8 @@
  * `https://vault.example:8200`, `unix:///run/vault/agent.sock`, or a host
  * wildcard `https://*.vault.svc:8200` (one or more labels in place of `*`).
  */
-import { ProviderError, q } from '../errors.js'
-import { parseVaultAddress } from '../request/parse-request.js'
+import { ProviderError, q } from '../../errors.js'
+import { parseVaultAddress } from '../../request/parse-request.js'
 
 interface Entry {
   exact?: string

@@ -7,9 +7,9 @@
 import { constants as fsConstants } from 'node:fs'
 import { open, opendir, realpath, stat } from 'node:fs/promises'
 import path from 'node:path'
-import { DEFAULT_MAX_TLS_FILE_BYTES, type VaultTlsConfig } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
-import type { VaultConnection } from '../request/types.js'
+import { DEFAULT_MAX_TLS_FILE_BYTES, type VaultTlsConfig } from '../../config/config.js'
+import { ProviderError, q } from '../../errors.js'
+import type { VaultConnection } from '../../request/types.js'
 import type { AddressAllowlist } from './address-allowlist.js'
 
 /** What transports may read and where they may connect (wired from config.limits and the allow-list). */

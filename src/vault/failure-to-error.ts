@@ -11,9 +11,9 @@ import {
   VaultConnectionError,
   VaultHttpError,
   tlsHint,
-} from './call-errors.js'
+} from './transport/call-errors.js'
 
-export { MAX_VAULT_ERROR_CHARS, oneLine, statusOf, isTimeout } from './call-errors.js'
+export { MAX_VAULT_ERROR_CHARS, oneLine, statusOf, isTimeout } from './transport/call-errors.js'
 
 export interface VaultFailure {
   /** HTTP status, or undefined when no answer came back. */

@@ -4,18 +4,18 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import t, { type Test } from 'tap'
-import type { ProviderError } from '../../../src/errors.js'
-import { loadUndici } from '../../../src/http/undici.js'
-import type { VaultConnection } from '../../../src/request/types.js'
-import { VaultConnectionError } from '../../../src/vault/call-errors.js'
+import type { ProviderError } from '../../../../src/errors.js'
+import { loadUndici } from '../../../../src/http/undici.js'
+import type { VaultConnection } from '../../../../src/request/types.js'
+import { VaultConnectionError } from '../../../../src/vault/transport/call-errors.js'
 import {
   MAX_CA_DIRECTORY_ENTRIES,
   VaultTransport,
   guardedConnector,
   type VaultTransportOptions,
-} from '../../../src/vault/transport.js'
-import { selfSignedCaPem, selfSignedServerCert } from '../../support/tls.js'
-import { tempDirFor } from '../../support/tmp.js'
+} from '../../../../src/vault/transport/transport.js'
+import { selfSignedCaPem, selfSignedServerCert } from '../../../support/tls.js'
+import { tempDirFor } from '../../../support/tmp.js'
 
 const CAP = 16 * 1024
 const opts = (o: Partial<VaultTransportOptions> = {}): VaultTransportOptions => ({
