@@ -6,8 +6,7 @@ import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
   {
-    // proto/messages.cjs is generated (scripts/proto-gen.mjs) and compared byte for byte by its test.
-    ignores: ['dist/**', '.cache/**', 'node_modules/**', 'demo-mount/**', '.tap/**', 'proto/messages.cjs'],
+    ignores: ['dist/**', '.cache/**', 'node_modules/**', 'demo-mount/**', '.tap/**'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -33,16 +32,6 @@ export default tseslint.config(
     rules: {
       'no-console': 'error',
       '@typescript-eslint/no-explicit-any': 'error',
-      // V8 keeps what an object literal's getter or setter closes over alive through young-generation
-      // collections; on the Mount path that promoted ~12 KB per Mount (src/util/shared-call.ts, Waiter).
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "ObjectExpression > Property[kind='get'], ObjectExpression > Property[kind='set']",
-          message:
-            'no getters or setters in object literals (V8 promotes what they close over): use a class or a plain property',
-        },
-      ],
     },
   },
 )

@@ -1,5 +1,5 @@
 // What the HTTP client under the Vault transport costs in memory and CPU, undici (as
-// src/http/undici.ts loads it and src/vault/transport.ts calls it: a Pool, the dispatch API) against
+// src/vault/transport/transport.ts calls it: a Pool, the dispatch API) against
 // Node's own node:http (a keep-alive Agent), each in a process of its own with the image's heap
 // flags, against one local HTTP server answering a KV-v2-shaped body (another process).
 //
@@ -15,7 +15,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadUndici } from '../src/http/undici.js'
+import { Pool } from 'undici'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { memoryFromStatus, productionNodeFlags } from './providers.js'
 
@@ -50,8 +50,7 @@ const ANSWER = JSON.stringify({
 type OneRequest = () => Promise<unknown>
 
 async function undiciClient(origin: string): Promise<OneRequest> {
-  const undici = await loadUndici()
-  const pool = new undici.Pool(origin, { connections: 64 })
+  const pool = new Pool(origin, { connections: 64 })
   return () =>
     new Promise((resolve, reject) => {
       const chunks: Buffer[] = []

@@ -95,7 +95,7 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
   const config = loadConfig([`-vault-addr=${ADDRESS}`, `-vault-mount=${AUTH_MOUNT}`], {})
   // The Mount's log line is written, to nowhere: pino's work counts, a terminal's does not.
   const logger = createLogger('info', { write: () => undefined })
-  const metrics = new ProviderMetrics({ grpcCodeOf: mountStatusName, defaultMetrics: false })
+  const metrics = new ProviderMetrics({ grpcCodeOf: mountStatusName })
   let calls = 0
   const fake: VaultCaller = {
     address: ADDRESS,

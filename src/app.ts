@@ -6,7 +6,7 @@
  * daemon: that service behind the gRPC adapter and the HTTP server).
  */
 import { stat } from 'node:fs/promises'
-import { Counter, Gauge } from './observability/prom-client.js'
+import { Counter, Gauge } from 'prom-client'
 import type { ProviderConfig } from './config/config.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
@@ -174,10 +174,7 @@ export async function buildMountService(
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
-  // Process metrics start a second after the HTTP server that serves them binds, or at its first scrape
-  // (OpsHttpServer, PROCESS_METRICS_DELAY_MS).
-  const metrics =
-    options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName, defaultMetrics: false })
+  const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
   const kube = await KubeClient.discover({
     apiUrl: config.kube.apiUrl,

@@ -1,8 +1,6 @@
 /**
- * The daemon: `node dist/daemon.js -endpoint=/provider/vault.sock …` (this module and those it
- * imports, joined by scripts/bundle.mjs into dist/daemon-main.cjs, which the launcher
- * src/launcher/main.ts runs from V8's code cache; `node dist/src/main.js` runs the same code
- * unjoined) (also `vault-csi-provider serve …`, which calls runDaemon).
+ * The daemon: `node dist/daemon.js -endpoint=/provider/vault.sock …` (this module and what it
+ * imports, joined by scripts/bundle.mjs), or `vault-csi-provider serve …`, which calls runDaemon.
  */
 import { realpathSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
@@ -60,9 +58,13 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
     await provider.server.start()
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err)
-    throw new Error(`cannot serve ${config.endpoint}: ${message}${await socketPermissionHint(config.endpoint, err)}`, {
-      cause: err,
-    })
+    const failure = new Error(
+      `cannot serve ${config.endpoint}: ${message}${await socketPermissionHint(config.endpoint, err)}`,
+      { cause: err },
+    )
+    // The log line carries the stack (src/ files and lines: the image runs with --enable-source-maps).
+    logger.error({ err: failure }, 'cannot serve the provider socket')
+    throw failure
   }
   // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
   await provider.http
@@ -100,15 +102,9 @@ function isEntryPoint(): boolean {
   }
 }
 
-/**
- * Runs the daemon as its process's entry (this module's, or the launcher's): resolves once it
- * serves; a start-up failure is printed and the process exits 1.
- */
-export function startDaemon(argv: readonly string[]): Promise<void> {
-  return runDaemon(argv).catch((err: unknown) => {
+if (isEntryPoint()) {
+  runDaemon(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`${RUNTIME_NAME}: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
     process.exit(1)
   })
 }
-
-if (isEntryPoint()) void startDaemon(process.argv.slice(2))

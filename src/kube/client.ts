@@ -5,11 +5,11 @@
  * library would bring hundreds of files into a per-node daemon for these.
  * A call made for a Mount takes the Mount's deadline: its time limit, and its
  * signal that ends the call when the driver cancels the Mount. The client
- * is built at start but loads undici and opens its pool on its first call.
+ * is built at start and opens its pool on its first call.
  */
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
-import { loadUndici, type Pool, type Undici } from '../http/undici.js'
+import { Pool } from 'undici'
 import { ProviderError, q } from '../errors.js'
 import type { Deadline } from '../util/deadline.js'
 
@@ -52,8 +52,8 @@ export class KubeClient {
   private readonly useServiceAccount: boolean
   private ca: Buffer | undefined
   private cachedToken: { value: string; readAt: number } | undefined
-  /** undici and the connection pool, from the first call on. */
-  private http: Promise<{ undici: Undici; pool: Pool }> | undefined
+  /** The connection pool, from the first call on. */
+  private pool: Pool | undefined
   private closed = false
 
   private constructor(baseUrl: URL, saDir: string, useServiceAccount: boolean, ca: Buffer | undefined) {
@@ -63,17 +63,14 @@ export class KubeClient {
     this.ca = ca
   }
 
-  private connection(): Promise<{ undici: Undici; pool: Pool }> {
-    this.http ??= loadUndici().then((undici) => ({
-      undici,
-      pool: new undici.Pool(this.baseUrl.origin, {
-        connections: 8,
-        keepAliveTimeout: KUBE_IDLE_CONNECTION_MS,
-        keepAliveMaxTimeout: KUBE_IDLE_CONNECTION_MS,
-        ...(this.baseUrl.protocol === 'https:' && this.ca !== undefined ? { connect: { ca: this.ca } } : {}),
-      }),
-    }))
-    return this.http
+  private connection(): Pool {
+    this.pool ??= new Pool(this.baseUrl.origin, {
+      connections: 8,
+      keepAliveTimeout: KUBE_IDLE_CONNECTION_MS,
+      keepAliveMaxTimeout: KUBE_IDLE_CONNECTION_MS,
+      ...(this.baseUrl.protocol === 'https:' && this.ca !== undefined ? { connect: { ca: this.ca } } : {}),
+    })
+    return this.pool
   }
 
   /** Returns undefined when the process runs neither in a cluster nor with an explicit API URL. */
@@ -136,8 +133,7 @@ export class KubeClient {
     try {
       // A closed client opens no pool: its calls fail as on undici's destroyed pool (UND_ERR_DESTROYED).
       if (this.closed) throw new KubeCallFailed('UND_ERR_DESTROYED')
-      const { undici, pool } = await this.connection()
-      const res = await undici.request(pool, {
+      const res = await this.connection().request({
         path: `${url.pathname}${url.search}`,
         method: method as 'GET',
         headers,
@@ -312,6 +308,6 @@ export class KubeClient {
 
   close(): void {
     this.closed = true
-    void this.http?.then((h) => h.pool.destroy()).catch(() => undefined)
+    this.pool?.destroy().catch(() => undefined)
   }
 }

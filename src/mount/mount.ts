@@ -17,7 +17,7 @@ import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import type { BreakerRegistry } from '../vault/resilience/breaker.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
 import type { FetchSource } from '../vault/sessions/secret-cache.js'
-import { describeRequest } from '../vault/sessions/session.js'
+import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
 

@@ -6,7 +6,7 @@
  */
 import { canonicalJson } from '../util/canonical-json.js'
 import type { SecretObject } from '../request/types.js'
-import type { VaultRequest } from '../vault/sessions/session.js'
+import type { VaultRequest } from '../vault/paths.js'
 
 export interface PlannedRequest {
   request: VaultRequest

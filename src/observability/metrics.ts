@@ -7,7 +7,7 @@
  * catalogue code, Vault operation and HTTP status. Never a pod, namespace,
  * object, path or role name.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client.js'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { ErrorCode } from '../errors.js'
 import type { CacheKind, VaultCallEvent, VaultObserver, VaultOperation } from './vault-observer.js'
 
@@ -74,12 +74,8 @@ export function statusLabel(event: Pick<VaultCallEvent, 'ok' | 'status'>): strin
 }
 
 export interface ProviderMetricsOptions {
-  /**
-   * Process and Node.js metrics (RSS, fds, event-loop lag, GC…) from construction. Default true.
-   * The daemon passes false and its HTTP server calls collectProcessMetrics() a second after its
-   * port binds, or at the first scrape: loading them takes 20–45 ms the first Mounts need not wait for.
-   */
-  defaultMetrics?: boolean
+  /** Process and Node.js metrics (RSS, fds, event-loop lag, GC…) in the same registry. Default true. */
+  processMetrics?: boolean
   /**
    * The `grpc_code` label of a Mount: the name of the status the driver got
    * (`OK` for a success). The gRPC adapter owns that mapping; the composition
@@ -101,7 +97,6 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   private readonly cache: Counter<'cache' | 'result'>
   private readonly leaseReuses: Counter<'result'>
   private readonly grpcCodeOf: (errorCode: ErrorCode | undefined) => string
-  private processMetrics = false
 
   constructor(opts: ProviderMetricsOptions = {}) {
     this.grpcCodeOf = opts.grpcCodeOf ?? (() => '')
@@ -173,14 +168,9 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     for (const result of ['hit', 'miss']) this.leaseReuses.inc({ result }, 0)
     this.mounts.inc({ outcome: 'success', grpc_code: this.grpcCodeOf(undefined), error_code: '' }, 0)
 
-    if (opts.defaultMetrics ?? true) this.collectProcessMetrics()
-  }
-
-  /** Starts prom-client's process and Node.js metrics in this registry; once, whoever calls it again. */
-  collectProcessMetrics(): void {
-    if (this.processMetrics) return
-    this.processMetrics = true
-    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
+    if (opts.processMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
+    }
   }
 
   mountStarted(): void {

@@ -4,9 +4,9 @@
  * sorted at every level and nothing depends on time or on the request, so an
  * unchanged secret gives byte-identical files.
  */
+import { stringify } from 'yaml'
 import { ProviderError, q } from '../errors.js'
 import { canonicalJson, sortedCopy } from '../util/canonical-json.js'
-import { yamlLibrary } from '../util/libraries.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 export const DATA_FORMATS = ['json', 'yaml', 'env', 'properties'] as const
@@ -48,7 +48,7 @@ function topLevelMap(value: unknown, format: DataFormat, what: string): Record<s
  * No line folding, so long values stay on one line.
  */
 export function formatYaml(value: unknown): string {
-  return yamlLibrary().stringify(value, {
+  return stringify(value, {
     version: '1.2',
     compat: 'yaml-1.1',
     sortMapEntries: true,

@@ -3,7 +3,7 @@
  * HashiCorp's vault-csi-provider. Pure: a string in, typed objects or a
  * ProviderError naming the object and field out.
  */
-import type { YAMLMap, YAMLSeq } from 'yaml'
+import { isMap, isScalar, isSeq, parseDocument, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import { KeyPathSyntaxError, parseKeyPath } from './key-path.js'
@@ -21,7 +21,6 @@ import {
   type SecretObject,
 } from './types.js'
 import { canonicalJson } from '../util/canonical-json.js'
-import { yamlLibrary } from '../util/libraries.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 export const MAX_OBJECTS = 1000
@@ -84,7 +83,6 @@ function loadYaml(text: string, limits: ObjectsLimits): unknown {
   }
   const problem = yamlTreeProblem(text)
   if (problem) throw new ProviderError('BAD_PARAMETER', `parameter "objects" ${problem}`)
-  const { parseDocument, isMap, isSeq, isScalar } = yamlLibrary()
   const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: true })
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!
@@ -113,7 +111,6 @@ function loadYaml(text: string, limits: ObjectsLimits): unknown {
  * Put the source text back where Go would keep it.
  */
 function restoreSourceText(seq: YAMLSeq, data: unknown[]): void {
-  const { isMap, isScalar } = yamlLibrary()
   seq.items.forEach((item, i) => {
     const target = data[i]
     if (!isMap(item) || !isPlainObject(target)) return
@@ -132,7 +129,6 @@ function restoreSourceText(seq: YAMLSeq, data: unknown[]): void {
 
 function withSourceKeys(map: YAMLMap, js: unknown): unknown {
   if (!isPlainObject(js)) return js
-  const { isMap, isScalar } = yamlLibrary()
   const out: Record<string, unknown> = {}
   for (const pair of map.items) {
     // Merge keys and complex keys: keep what the YAML library built.

@@ -5,8 +5,8 @@
  * here before a Mount reads Vault; render/template.ts renders parsed
  * templates. Pure.
  */
+import Mustache from 'mustache'
 import { q } from '../errors.js'
-import { mustacheLibrary } from '../util/libraries.js'
 import { KeyPathSyntaxError, parseKeyPath, type KeyStep } from './key-path.js'
 
 export const MAX_TEMPLATE_LENGTH = 64 * 1024
@@ -45,7 +45,7 @@ export function parseTokens(template: string): Token[] {
   }
   try {
     // A Writer of its own: the library's default writer caches every template it sees.
-    return new (mustacheLibrary().Writer)().parse(template) as Token[]
+    return new Mustache.Writer().parse(template) as Token[]
   } catch (err) {
     throw new TemplateSyntaxError(
       `is not a valid Mustache template: ${err instanceof Error ? err.message : 'parse error'}`,

@@ -6,7 +6,7 @@
  * which yields one token string at a time and keeps none, and stops at the
  * first token over a limit: the whole text is never held twice.
  */
-import { yamlLibrary } from '../util/libraries.js'
+import { CST, Lexer } from 'yaml'
 
 /** Collections inside collections: an `objects` list needs 4 (list, object, secretArgs, a value in it). */
 export const MAX_YAML_DEPTH = 32
@@ -67,7 +67,6 @@ export function yamlTreeProblem(text: string, limits: YamlLimits = DEFAULT_LIMIT
     return undefined
   }
 
-  const { CST, Lexer } = yamlLibrary()
   for (const token of new Lexer().lex(text)) {
     // The lexer's control tokens (document start, flow end, scalar marker) are not source text.
     if (token === CST.DOCUMENT || token === CST.FLOW_END || token === CST.SCALAR) {

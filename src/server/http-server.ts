@@ -30,23 +30,11 @@ export interface OpsHttpServerOptions {
   readyTimeoutMs?: number
   /** The parsed services, shared with the gRPC server (parsed here when absent). */
   protos?: Pick<ProviderProtos, 'provider'>
-  /** From the port's bind until process metrics start (default PROCESS_METRICS_DELAY_MS); a scrape before starts them. */
-  processMetricsDelayMs?: number
 }
-
-/**
- * Process metrics (prom-client's defaults) start this long after the port binds, or at the first
- * scrape if that comes sooner. Loading them takes 20–45 ms of the event loop (Node 26, measured:
- * the first HTTP/2 answer on the socket came ~30 ms later when they loaded as the port bound); by
- * then the driver's first calls after a restart have their answers. A second is short enough for
- * the event-loop and GC figures of the first minute to be there.
- */
-export const PROCESS_METRICS_DELAY_MS = 1000
 
 export class OpsHttpServer {
   private readonly opts: OpsHttpServerOptions
   private server: http.Server | undefined
-  private processMetricsTimer: NodeJS.Timeout | undefined
   private readyInFlight: Promise<SocketCheck> | undefined
   /** Parsed once: the readiness probe calls every few seconds. */
   private readonly protos: Pick<ProviderProtos, 'provider'>
@@ -130,7 +118,6 @@ export class OpsHttpServer {
           json(404, { error: 'metrics are not enabled' })
           return
         }
-        this.opts.metrics.collectProcessMetrics()
         send(200, this.opts.metrics.contentType, await this.opts.metrics.render())
         return
       }
@@ -160,13 +147,6 @@ export class OpsHttpServer {
       })
     })
     this.server = server
-    const metrics = this.opts.metrics
-    if (metrics) {
-      this.processMetricsTimer = setTimeout(
-        () => metrics.collectProcessMetrics(),
-        this.opts.processMetricsDelayMs ?? PROCESS_METRICS_DELAY_MS,
-      ).unref()
-    }
     this.opts.logger.info(
       { healthAddr: this.opts.address, port: this.port, metrics: this.opts.metrics !== undefined },
       'serving health and metrics over HTTP',
@@ -175,7 +155,6 @@ export class OpsHttpServer {
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.processMetricsTimer)
     const server = this.server
     if (!server) return
     this.server = undefined

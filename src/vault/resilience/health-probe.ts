@@ -1,30 +1,28 @@
 /**
- * The one Vault health probe: GET /v1/sys/health, without a token, through a
- * Vault transport (same TLS, CA, SNI, unix socket and connection checks as
- * Mounts). Used by the breaker (is an address back?), /health/vault and
- * `doctor`, which used to disagree.
+ * The one Vault health probe: node-vault's health() (GET /v1/sys/health,
+ * without a token) through a Vault transport (same TLS, CA, SNI, unix socket
+ * and connection checks as Mounts). Used by the breaker (is an address
+ * back?), /health/vault and `doctor`, which used to disagree.
  *
  * What counts as healthy, and why:
- * - The query asks standbys to answer 200 (`standbyok`, `perfstandbyok`):
- *   a standby serves Mounts (it forwards to the active node, and the
+ * - A standby serves Mounts (it forwards to the active node, and the
  *   provider never follows redirects, so forwarding is the set-up that
- *   works), so for a provider it is as good as the active node. Without the
- *   query the same node answers 429 / 473, which also count as healthy, so
- *   a proxy that strips the query does not change the verdict.
- * - 472 (disaster-recovery secondary) does not serve client requests: not
- *   healthy. 503 is sealed; 501 not initialised.
+ *   works), so for a provider it is as good as the active node.
+ * - A disaster-recovery secondary does not serve client requests: not
+ *   healthy. Neither does a sealed or uninitialised server.
  * - No X-Vault-Namespace header: sys/health belongs to the root namespace,
  *   and a Mount's namespace says nothing about whether the server is up.
  * - A TLS failure is reported as such (errorKind 'tls'): the server answered
  *   the connection, so the breaker does not treat it as down.
+ *
+ * node-vault's health() resolves with the answer's body whatever its status,
+ * so the verdict is read from the body, which states the server's condition.
  */
 import type { CancelSignal } from '../../util/cancellation.js'
 import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
 import { describeFailure } from '../failure-to-error.js'
-import { MAX_ERROR_BODY_BYTES, type VaultTransport } from '../transport/transport.js'
-
-export const HEALTH_PATH = 'sys/health?standbyok=true&perfstandbyok=true'
-const HEALTHY_STATUSES: ReadonlySet<number> = new Set([200, 429, 473])
+import { MAX_ERROR_BODY_BYTES, type VaultCaller } from '../transport/transport.js'
+import { createVaultClient } from '../vault-client.js'
 
 /** What Vault's unauthenticated `sys/health` says, as seen from this process with the given TLS settings. */
 export interface VaultHealth {
@@ -32,13 +30,18 @@ export interface VaultHealth {
   reachable: boolean
   /** Unsealed and serving requests: active, standby or performance standby (see above). */
   healthy: boolean
+  /**
+   * The status sys/health gives this condition when standbys are asked to answer 200
+   * (`standbyok`, `perfstandbyok`): 200, 472, 501 or 503; undefined when the answer is not
+   * Vault's health status.
+   */
   status?: number
   initialized?: boolean
   sealed?: boolean
   standby?: boolean
   performanceStandby?: boolean
   version?: string
-  /** Vault's clock minus ours, in ms (positive: Vault is ahead); from server_time_utc, else the Date header. */
+  /** Vault's clock minus ours, in ms (positive: Vault is ahead), from server_time_utc. */
   clockSkewMs?: number
   /** Why it was not reachable (connection, TLS or configuration problem), or a summary of the answer. */
   detail: string
@@ -69,46 +72,53 @@ export function describeHealthStatus(status: number): string {
   }
 }
 
+/** The condition a health body states, as sys/health's status with standbys answering 200. */
+function statusOfBody(body: Record<string, unknown>): number | undefined {
+  if (typeof body.initialized !== 'boolean' || typeof body.sealed !== 'boolean') return undefined
+  if (!body.initialized) return 501
+  if (body.sealed) return 503
+  if (body.replication_dr_mode === 'secondary') return 472
+  return 200
+}
+
 /** Never throws: every failure is a VaultHealth that says what went wrong. `now` is injected by tests. */
 export async function probeVaultHealth(
-  transport: VaultTransport,
+  transport: VaultCaller,
   timeoutMs: number,
   cancel?: CancelSignal,
   now: () => number = Date.now,
 ): Promise<VaultHealth> {
   const started = now()
+  const client = createVaultClient(transport, undefined, {
+    timeoutMs,
+    cancel,
+    anyStatus: true,
+    maxResponseBytes: MAX_ERROR_BODY_BYTES,
+    operation: 'health',
+  })
   try {
-    const answer = await transport.call({
-      method: 'GET',
-      path: HEALTH_PATH,
-      timeoutMs,
-      cancel,
-      anyStatus: true,
-      maxResponseBytes: MAX_ERROR_BODY_BYTES,
-      operation: 'health',
-    })
+    const answer: unknown = await client.health({ standbyok: true })
     const localAt = now()
     const body: Record<string, unknown> =
-      answer.body !== null && typeof answer.body === 'object' ? (answer.body as Record<string, unknown>) : {}
+      answer !== null && typeof answer === 'object' ? (answer as Record<string, unknown>) : {}
     const bool = (k: string): boolean | undefined => (typeof body[k] === 'boolean' ? (body[k] as boolean) : undefined)
-    let clockSkewMs: number | undefined
     const serverTime = typeof body.server_time_utc === 'number' ? body.server_time_utc * 1000 : undefined
-    if (serverTime !== undefined) clockSkewMs = serverTime - localAt
-    else if (answer.date) clockSkewMs = Date.parse(answer.date) - localAt
-    if (clockSkewMs !== undefined && !Number.isFinite(clockSkewMs)) clockSkewMs = undefined
+    const clockSkewMs = serverTime !== undefined && Number.isFinite(serverTime) ? serverTime - localAt : undefined
     const standby = bool('standby')
     const performanceStandby = bool('performance_standby')
-    // With standbyok the status of a standby is 200: the body says what the node is.
+    const status = statusOfBody(body)
     const detail =
-      answer.status === 200 && performanceStandby === true
-        ? describeHealthStatus(473)
-        : answer.status === 200 && standby === true
-          ? describeHealthStatus(429)
-          : describeHealthStatus(answer.status)
+      status === undefined
+        ? "the answer is not Vault's health status"
+        : status === 200 && performanceStandby === true
+          ? describeHealthStatus(473)
+          : status === 200 && standby === true
+            ? describeHealthStatus(429)
+            : describeHealthStatus(status)
     return {
       reachable: true,
-      healthy: HEALTHY_STATUSES.has(answer.status),
-      status: answer.status,
+      healthy: status === 200,
+      status,
       initialized: bool('initialized'),
       sealed: bool('sealed'),
       standby,

@@ -10,7 +10,12 @@
  */
 import type { CancelSignal } from '../../util/cancellation.js'
 import type { Deadline } from '../../util/deadline.js'
-import { VaultCallAborted, VaultConnectionError, VaultHttpError, type ConnectionFailureKind } from '../transport/call-errors.js'
+import {
+  VaultCallAborted,
+  VaultConnectionError,
+  VaultHttpError,
+  type ConnectionFailureKind,
+} from '../transport/call-errors.js'
 
 export interface RetryPolicy {
   /** Total attempts, the first included. */

@@ -9,20 +9,14 @@
  * obtained it.
  */
 import { LRUCache } from 'lru-cache'
-import type NodeVaultModule from 'node-vault'
-import type Tv4Module from 'tv4'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../../config/config.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
 import type { Clock } from '../../util/deadline.js'
-import { loadCommonJs } from '../../util/libraries.js'
 import type { Timers } from '../../util/shared-call.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import type { RetryPolicy, Sleep } from '../resilience/retry.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
-import { createNodeVaultClient, withRequestValidator, type NodeVaultClient, type NodeVaultFactory } from '../http.js'
-import { installAxiosStandIn } from '../no-axios.js'
-import { withStringPropertiesFastPath } from '../request-validator.js'
 import { VaultSession, type VaultIdentity } from './session.js'
 import {
   connectionKey,
@@ -30,7 +24,6 @@ import {
   TransportRegistry,
   type TransportOptions,
   type TransportSource,
-  type VaultCaller,
 } from '../transport/transport.js'
 
 export type IdentityScope = IdentityScopeName
@@ -56,25 +49,12 @@ export interface SessionPoolOptions {
   maxVaultResponseBytes?: number
   /** The breaker layer around every Vault call of every session. */
   breakers?: BreakerRegistry
-  /** Loads node-vault (without axios, see no-axios.ts): on the first Vault call, once per pool. */
-  loadNodeVault?: () => Promise<NodeVaultFactory>
   /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
   clock?: Clock
   timers?: Timers
   sleep?: Sleep
   retryPolicy?: RetryPolicy
 }
-/**
- * node-vault as the daemon loads it: with the stand-in for the axios it never calls (no-axios.ts),
- * and its clients validating requests through the fast path in front of tv4 (request-validator.ts).
- */
-export async function importNodeVault(): Promise<NodeVaultFactory> {
-  installAxiosStandIn()
-  const nodeVault = loadCommonJs<typeof NodeVaultModule>('node-vault')
-  const tv4 = loadCommonJs<typeof Tv4Module>('tv4')
-  return withRequestValidator(nodeVault, withStringPropertiesFastPath(tv4))
-}
-
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
   return JSON.stringify([
     connectionKey(id.connection),
@@ -100,9 +80,6 @@ export class SessionPool {
    * up front, ~5 ms on Node 26 at start-up.
    */
   private secretStore: SecretStore | undefined
-  private nodeVault: Promise<NodeVaultFactory> | undefined
-  /** One node-vault client per transport (they hold no token), forgotten with the transport. */
-  private readonly clients = new WeakMap<VaultCaller, NodeVaultClient>()
   private readonly clock: Clock
 
   constructor(opts: SessionPoolOptions) {
@@ -135,28 +112,13 @@ export class SessionPool {
     }
   }
 
-  private loadNodeVault(): Promise<NodeVaultFactory> {
-    this.nodeVault ??= (this.opts.loadNodeVault ?? importNodeVault)()
-    return this.nodeVault
-  }
-
-  private async clientFor(transport: VaultCaller): Promise<NodeVaultClient> {
-    const nodeVault = await this.loadNodeVault()
-    let client = this.clients.get(transport)
-    if (client === undefined) {
-      client = createNodeVaultClient(nodeVault, transport)
-      this.clients.set(transport, client)
-    }
-    return client
-  }
-
   async session(id: VaultIdentity): Promise<VaultSession> {
     const key = identityKey(id, this.opts.scope)
     const cached = this.sessions?.get(key)
     if (this.sessions) this.opts.observer?.cacheLookup?.('token', cached !== undefined)
     if (cached) return cached
-    const client = await this.clientFor(await this.transports.get(id.connection))
-    const session = new VaultSession(id, client, {
+    const transport = await this.transports.get(id.connection)
+    const session = new VaultSession(id, transport, {
       logger: this.opts.logger,
       observer: this.opts.observer,
       breakers: this.opts.breakers,

@@ -1,24 +1,21 @@
 /**
- * One identity's conversation with Vault: its calls go through the node-vault
- * client of its transport (shared by the identities on that transport: the
- * client holds no token, each call states its own, see http.ts), one login at
- * a time, the token's lifecycle (renewed at two thirds of its TTL, replaced
- * when it cannot be, revoked when the identity goes away), a single re-login
- * when a cached token is refused, and what the identity has read
- * (secret-cache.ts).
+ * One identity's conversation with Vault, through its own node-vault client
+ * (vault-client.ts): the client holds the identity's token, set by
+ * node-vault's login and renew-self methods. Here: one login at a time, the
+ * token's lifecycle (renewed at two thirds of its TTL, replaced when it
+ * cannot be, revoked when the identity goes away), a single re-login when a
+ * cached token is refused, and what the identity has read (secret-cache.ts).
  */
 import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyText } from '../../errors.js'
 import { decodeServiceAccountJwt } from '../../identity/claims.js'
 import type { Logger } from '../../observability/logger.js'
-import type { VaultObserver, VaultOperation } from '../../observability/vault-observer.js'
-import type { HttpMethod, Json, PodIdentity, VaultConnection } from '../../request/types.js'
-import type { CancelSignal } from '../../util/cancellation.js'
+import type { VaultObserver } from '../../observability/vault-observer.js'
+import type { PodIdentity, VaultConnection } from '../../request/types.js'
 import type { Clock, Deadline } from '../../util/deadline.js'
 import { REAL_TIMERS, SharedCall, type Timers } from '../../util/shared-call.js'
-import type { BreakerRegistry } from '../resilience/breaker.js'
-import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
 import { attemptsOf, deadlineError, vaultError } from '../failure-to-error.js'
-import type { NodeVaultClient, NodeVaultRequest } from '../http.js'
+import { apiPath, describeRequest, type VaultRequest } from '../paths.js'
+import type { BreakerRegistry } from '../resilience/breaker.js'
 import {
   DEFAULT_RETRY_POLICY,
   abortableSleep,
@@ -27,8 +24,10 @@ import {
   type RetryPolicy,
   type Sleep,
 } from '../resilience/retry.js'
+import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
+import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../transport/transport.js'
+import { createVaultClient, sendRequest, type CallOptions, type VaultClient } from '../vault-client.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
-import { MAX_TOKEN_ANSWER_BYTES } from '../transport/transport.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
@@ -39,6 +38,13 @@ export const MIN_TOKEN_RENEWED_SHARE = 1 / 4
 /** Revocation is best effort and must not hold up anything. */
 export const REVOKE_TIMEOUT_MS = 5_000
 
+/** What a call that states no options of its own (revoke-self) is held to. */
+const REVOKE_CALL: CallOptions = {
+  timeoutMs: REVOKE_TIMEOUT_MS,
+  maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
+  operation: 'revoke',
+}
+
 export interface VaultIdentity {
   connection: VaultConnection
   authMount: string
@@ -47,35 +53,8 @@ export interface VaultIdentity {
   pod: PodIdentity
 }
 
-export interface VaultRequest {
-  method: HttpMethod
-  /** API path without /v1/ and without query. */
-  path: string
-  query: Array<[string, string]>
-  body?: { [key: string]: Json }
-}
-
-/** Describes a request for error messages and logs: method, path and query names, never values of the body. */
-export function describeRequest(req: Pick<VaultRequest, 'method' | 'path' | 'query'>): string {
-  const query = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
-  return `${req.method} ${req.path}${query}`
-}
-
-/** Characters encodeURIComponent leaves as they are, and the separator: a path of only these is its own encoding. */
-const PATH_NEEDS_NO_ENCODING = /^[A-Za-z0-9\-_.!~*'()/]*$/
-
-/** Each segment percent-encoded; most paths need none, and are returned without splitting (this is on every Vault read). */
-export function encodePath(path: string): string {
-  if (PATH_NEEDS_NO_ENCODING.test(path)) return path
-  return path
-    .split('/')
-    .map((s) => encodeURIComponent(s))
-    .join('/')
-}
-
+/** The lifetime of the token the client holds (the token itself lives only in the node-vault client). */
 interface TokenState {
-  /** The Vault token itself: only ever sent as this identity's X-Vault-Token. */
-  token: string
   /** Increases with every login, so a 403 can tell whether someone already re-logged in. */
   generation: number
   obtainedAt: number
@@ -121,7 +100,7 @@ export type JwtSupplier = () => Promise<string>
 
 export class VaultSession {
   readonly identity: VaultIdentity
-  private readonly client: NodeVaultClient
+  private readonly client: VaultClient
   private readonly logger: Logger
   private token: TokenState | undefined
   private loginInFlight: SharedCall<TokenState> | undefined
@@ -135,12 +114,10 @@ export class VaultSession {
   private readonly sleep: Sleep
   private readonly clock: Clock
   private readonly timers: Timers
-  /** How errors name the identity (where()); made once, the identity never changes, not on every read. */
-  private whereText: string | undefined
   lastUsedAt: number
 
-  /** `client` is the node-vault client of the identity's transport (http.ts: createNodeVaultClient). */
-  constructor(identity: VaultIdentity, client: NodeVaultClient, opts: SessionOptions) {
+  /** `transport` is the identity's Vault connection (shared with other identities; tokens never live there). */
+  constructor(identity: VaultIdentity, transport: VaultCaller, opts: SessionOptions) {
     this.identity = identity
     this.logger = opts.logger
     this.observer = opts.observer
@@ -151,64 +128,32 @@ export class VaultSession {
     this.timers = opts.timers ?? REAL_TIMERS
     this.cache = new SecretCache({ ...opts, clock: this.clock, timers: this.timers })
     this.lastUsedAt = this.clock()
-    this.client = client
+    this.client = createVaultClient(transport, identity.connection.namespace, REVOKE_CALL)
   }
 
-  /** One HTTP call through node-vault, with exactly the token and namespace given here. */
-  private vault(
-    path: string,
-    method: string,
-    opts: {
-      token?: string
-      json?: unknown
-      timeoutMs: number
-      cancel?: CancelSignal
-      maxResponseBytes?: number
-      operation?: VaultOperation
-    },
-  ): Promise<unknown> {
-    const request: NodeVaultRequest = {
-      path,
-      method,
-      json: opts.json,
-      call: {
-        token: opts.token,
-        namespace: this.identity.connection.namespace,
-        timeoutMs: opts.timeoutMs,
-        cancel: opts.cancel,
-        maxResponseBytes: opts.maxResponseBytes,
-        operation: opts.operation,
-      },
-    }
-    return this.client.request(request as unknown as Parameters<typeof this.client.request>[0]) as Promise<unknown>
-  }
-
+  /** How errors name the identity. */
   private where(): string {
-    return (this.whereText ??= `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`)
+    return `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`
   }
 
-  /** `what` names the call in the error; a function, so that the text is made only for the error. */
-  private timeoutFor(deadline: Deadline, what: LazyText): number {
+  /** The options of one call: what is left of the Mount's deadline (at most VAULT_CALL_TIMEOUT_MS) and its cancellation. */
+  private callOptions(deadline: Deadline, what: LazyText, more: Partial<CallOptions> = {}): CallOptions {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
       throw new ProviderError('DEADLINE_EXCEEDED', `${textOf(what)}: the Mount ran out of time before this Vault call`)
     }
-    return Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
+    return { timeoutMs: Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), cancel: deadline.cancel, ...more }
   }
 
-  /**
-   * Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call; `log`
-   * makes the retry log line's fields, only when there is a retry.
-   */
-  private retried<T>(call: () => Promise<T>, deadline: Deadline, log: () => Record<string, unknown>): Promise<T> {
-    // Field by field, not `{ ...breakerHooks, onRetry }`: see vaultCall in http.ts (on every Vault request).
+  /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
+  private retried<T>(call: () => Promise<T>, deadline: Deadline, callName: string): Promise<T> {
     const breaker = this.breakers?.hooks(this.identity.connection)
-    const hooks: { [K in keyof Required<RetryHooks>]: RetryHooks[K] } = {
+    const hooks: RetryHooks = {
       beforeAttempt: breaker?.beforeAttempt,
       onFailure: breaker?.onFailure,
       onSuccess: breaker?.onSuccess,
       onRetry: (attempt, delayMs, reason) =>
-        this.logger.debug({ ...log(), attempt, delayMs, reason }, 'retrying Vault call'),
+        this.logger.debug({ call: callName, attempt, delayMs, reason }, 'retrying Vault call'),
     }
     return withRetry(call, deadline, this.retryPolicy, hooks, this.sleep)
   }
@@ -221,20 +166,25 @@ export class VaultSession {
     const what = this.loginWhat()
     const jwt = await getJwt()
     const started = this.clock()
+    // A refused or expired token is not sent along with the login.
+    this.client.token = ''
     let body: unknown
     try {
       // Same retry policy and breaker as reads: a 429 or a reset during a rollout is not a failed Mount.
+      // kubernetes and jwt auth take the same login request; node-vault's two methods differ only in
+      // their default mount, and the mount is always named here.
       body = await this.retried(
         () =>
-          this.vault(`/auth/${encodePath(this.identity.authMount)}/login`, 'POST', {
-            json: { jwt, role: this.identity.role },
-            maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-            timeoutMs: this.timeoutFor(deadline, what),
-            cancel: deadline.cancel,
-            operation: 'login',
+          this.client.kubernetesLogin({
+            role: this.identity.role,
+            jwt,
+            mount_point: this.identity.authMount,
+            requestOptions: {
+              vault: this.callOptions(deadline, what, { maxResponseBytes: MAX_TOKEN_ANSWER_BYTES, operation: 'login' }),
+            },
           }),
         deadline,
-        () => ({ call: 'login' }),
+        'login',
       )
     } catch (err) {
       if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
@@ -245,11 +195,12 @@ export class VaultSession {
     const auth = (body as { auth?: { client_token?: unknown; lease_duration?: unknown; metadata?: unknown } } | null)
       ?.auth
     if (!auth || typeof auth.client_token !== 'string' || auth.client_token === '') {
+      this.client.token = ''
       throw new ProviderError('VAULT_BAD_RESPONSE', `${what}: Vault's answer carries no client token`)
     }
     const mismatch = this.identityMismatch(auth.metadata, jwt)
     if (mismatch !== undefined) {
-      await this.revokeForeign(auth.client_token)
+      await this.revokeHeldToken('revoking a refused login token failed')
       throw new ProviderError(
         'LOGIN_IDENTITY_MISMATCH',
         `login at auth mount ${q(this.identity.authMount)} (role ${q(this.identity.role)}, Vault at ` +
@@ -261,7 +212,6 @@ export class VaultSession {
     const now = this.clock()
     this.generation += 1
     const state = this.tokenState(
-      auth.client_token,
       this.generation,
       now,
       ttlSec * 1000,
@@ -307,34 +257,25 @@ export class VaultSession {
     return undefined
   }
 
-  /** Best effort, bounded: a token that must not be used is not left valid either. */
-  private async revokeForeign(token: string): Promise<void> {
+  /** revoke-self with the token the client holds, then the client holds none. Best effort, bounded in time. */
+  private async revokeHeldToken(failureLog: string): Promise<boolean> {
     try {
-      await this.vault('/auth/token/revoke-self', 'POST', {
-        token,
-        json: {},
-        maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-        timeoutMs: REVOKE_TIMEOUT_MS,
-        operation: 'revoke',
-      })
+      await this.client.tokenRevokeSelf()
+      return true
     } catch (err) {
-      this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking a refused login token failed')
+      this.logger.debug({ role: this.identity.role, status: statusOf(err) }, failureLog)
+      return false
+    } finally {
+      this.client.token = ''
     }
   }
 
-  private tokenState(
-    token: string,
-    generation: number,
-    obtainedAt: number,
-    ttlMs: number,
-    renewable: boolean,
-  ): TokenState {
+  private tokenState(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenState {
     const expiresAt = ttlMs === 0 ? Number.POSITIVE_INFINITY : obtainedAt + ttlMs
     this.expiryByGeneration.set(generation, expiresAt)
     // Only the current and the previous token can still own live leases worth tracking.
     for (const g of this.expiryByGeneration.keys()) if (g < generation - 1) this.expiryByGeneration.delete(g)
     return {
-      token,
       generation,
       obtainedAt,
       ttlMs,
@@ -352,19 +293,16 @@ export class VaultSession {
   private async renew(current: TokenState, deadline: Deadline): Promise<TokenState | undefined> {
     const what = `token renewal (${this.where()})`
     try {
-      const body = await this.vault('/auth/token/renew-self', 'POST', {
-        token: current.token,
-        json: {},
-        maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-        timeoutMs: this.timeoutFor(deadline, what),
-        cancel: deadline.cancel,
-        operation: 'renew',
+      const body: unknown = await this.client.tokenRenewSelf({
+        requestOptions: {
+          vault: this.callOptions(deadline, what, { maxResponseBytes: MAX_TOKEN_ANSWER_BYTES, operation: 'renew' }),
+        },
       })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
       const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0
       if (ttlSec * 1000 < current.ttlMs * MIN_TOKEN_RENEWED_SHARE) return undefined
       this.logger.debug({ role: this.identity.role, ttlSec }, 'renewed the Vault token')
-      return this.tokenState(current.token, current.generation, this.clock(), ttlSec * 1000, auth?.renewable === true)
+      return this.tokenState(current.generation, this.clock(), ttlSec * 1000, auth?.renewable === true)
     } catch (err) {
       // The caller left: no login either.
       if (err instanceof VaultCallAborted) throw err
@@ -415,33 +353,55 @@ export class VaultSession {
     if (this.token?.generation === generation) this.token = undefined
   }
 
-  /**
-   * Sends one request with the identity's token. A 403 on a token that was
-   * already cached when this call began means it was revoked or expired
-   * behind our back: log in again once and retry once.
-   */
+  /** One request with the identity's token: GET and POST through node-vault's read and write, the rest through its generic request. */
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
+    const path = apiPath(req)
+    const send = (vault: CallOptions): Promise<unknown> => {
+      if (req.method === 'GET' && req.body === undefined) return this.client.read(path, { vault })
+      if (req.method === 'POST') return this.client.write(path, req.body, { vault })
+      return sendRequest(this.client, req.method, path, req.body, vault)
+    }
+    return this.withToken(send, describeRequest(req), getJwt, deadline, label)
+  }
+
+  /**
+   * Sends one call with the identity's token, under the retry policy (resilience/retry.ts) with the
+   * address's breaker (resilience/breaker.ts) as a layer. A 403 on a token that was already cached
+   * when this call began means it was revoked or expired behind our back: log in again once and
+   * retry once.
+   */
+  private async withToken(
+    send: (vault: CallOptions) => Promise<unknown>,
+    callName: string,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+    label: string,
+  ): Promise<unknown> {
     this.lastUsedAt = this.clock()
+    const what = (): string => `${label}: ${callName}`
+    // Options rebuilt per attempt: the timeout is what is left of the Mount's deadline.
+    const attempt = (): Promise<unknown> =>
+      this.retried(() => send(this.callOptions(deadline, what)), deadline, callName)
     const cachedGeneration = this.token?.generation
     const token = await this.ensureToken(getJwt, deadline)
     try {
-      return await this.send(req, token, deadline, label)
+      return await attempt()
     } catch (err) {
       const wasCached = token.generation === cachedGeneration
-      if (statusOf(err) !== 403 || !wasCached) throw this.readError(err, req, label, deadline)
+      if (statusOf(err) !== 403 || !wasCached) throw this.callError(err, callName, label, deadline)
       this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
       this.invalidate(token.generation)
-      const fresh = await this.ensureToken(getJwt, deadline)
+      await this.ensureToken(getJwt, deadline)
       try {
-        return await this.send(req, fresh, deadline, label)
+        return await attempt()
       } catch (retryErr) {
-        throw this.readError(retryErr, req, label, deadline)
+        throw this.callError(retryErr, callName, label, deadline)
       }
     }
   }
 
-  private readError(err: unknown, req: VaultRequest, label: string, deadline: Deadline): ProviderError {
-    const what = `${label}: ${describeRequest(req)} (${this.where()})`
+  private callError(err: unknown, callName: string, label: string, deadline: Deadline): ProviderError {
+    const what = `${label}: ${callName} (${this.where()})`
     if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
       return deadlineError(what, err instanceof VaultCallAborted)
     }
@@ -451,29 +411,6 @@ export class VaultSession {
     const attempts = attemptsOf(err)
     if (attempts <= 1 || failed.code !== 'VAULT_UNAVAILABLE') return failed
     return new ProviderError(failed.code, `${failed.message} (after ${attempts} attempts)`)
-  }
-
-  /**
-   * One Vault call under the retry policy (src/vault/retry.ts), with the
-   * address's breaker (src/vault/breaker.ts) as a layer: fails at once while
-   * the address is known to be down, and stops retrying when it goes down.
-   */
-  private send(req: VaultRequest, token: TokenState, deadline: Deadline, label: string): Promise<unknown> {
-    const query = req.query.length > 0 ? `?${new URLSearchParams(req.query).toString()}` : ''
-    const path = `/${encodePath(req.path)}${query}`
-    const what = (): string => `${label}: ${describeRequest(req)}`
-    return this.retried(
-      () =>
-        // Rebuilt per attempt: the timeout is what is left of the Mount's deadline.
-        this.vault(path, req.method, {
-          token: token.token,
-          json: req.body,
-          timeoutMs: this.timeoutFor(deadline, what),
-          cancel: deadline.cancel,
-        }),
-      deadline,
-      () => ({ call: describeRequest(req) }),
-    )
   }
 
   /**
@@ -499,16 +436,16 @@ export class VaultSession {
         return { body, tokenGeneration: this.token?.generation ?? 0 }
       },
       renewLease: async (leaseId) => {
-        const body = await this.request(
-          { method: 'PUT', path: 'sys/leases/renew', query: [], body: { lease_id: leaseId } },
+        const body = (await this.withToken(
+          (vault) => this.client.renew({ lease_id: leaseId, requestOptions: { vault } }),
+          'PUT sys/leases/renew',
           getJwt,
           deadline,
           `${label}: lease renewal`,
-        )
-        const b = body as { lease_duration?: unknown; renewable?: unknown } | null
+        )) as { lease_duration?: unknown; renewable?: unknown } | null
         return {
-          ttlMs: typeof b?.lease_duration === 'number' ? b.lease_duration * 1000 : 0,
-          renewable: b?.renewable === true,
+          ttlMs: typeof body?.lease_duration === 'number' ? body.lease_duration * 1000 : 0,
+          renewable: body?.renewable === true,
         }
       },
       tokenExpiresAt: (generation) => this.tokenExpiresAt(generation),
@@ -534,6 +471,7 @@ export class VaultSession {
   /** Forgets the token and what was read with it, without telling Vault (pods may still use its leases). */
   close(): void {
     this.token = undefined
+    this.client.token = ''
     this.cache.clear()
   }
 
@@ -544,17 +482,8 @@ export class VaultSession {
   async revoke(): Promise<void> {
     const token = this.token
     if (token && this.clock() < token.expiresAt) {
-      try {
-        await this.vault('/auth/token/revoke-self', 'POST', {
-          token: token.token,
-          json: {},
-          maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-          timeoutMs: REVOKE_TIMEOUT_MS,
-          operation: 'revoke',
-        })
+      if (await this.revokeHeldToken('revoking an idle Vault token failed')) {
         this.logger.debug({ role: this.identity.role }, 'revoked the Vault token of an idle identity')
-      } catch (err) {
-        this.logger.debug({ role: this.identity.role, status: statusOf(err) }, 'revoking an idle Vault token failed')
       }
     }
     this.close()

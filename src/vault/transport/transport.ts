@@ -26,8 +26,7 @@
  *   renewal, revocation and health.
  */
 import { LRUCache } from 'lru-cache'
-import type { Dispatcher, buildConnector as Connectors } from 'undici'
-import { loadUndici, type Pool, type Undici } from '../../http/undici.js'
+import { Pool, buildConnector, type Dispatcher } from 'undici'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
 import {
@@ -206,20 +205,18 @@ export class VaultTransport implements VaultCaller {
 
   /**
    * Reads the TLS files (capped, see tls-files.ts) and builds the connection
-   * pool (loading undici on the first one); nothing connects yet.
+   * pool; nothing connects yet.
    */
   static async create(conn: VaultConnection, opts: VaultTransportOptions): Promise<VaultTransport> {
     const address = conn.address
     if (address.startsWith('unix://')) {
-      const undici = await loadUndici()
       const socketPath = address.slice('unix://'.length)
-      const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN, undici.buildConnector)
-      return new VaultTransport(address, newPool(undici, UNIX_PLACEHOLDER_ORIGIN, connect, opts), opts)
+      const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN)
+      return new VaultTransport(address, newPool(UNIX_PLACEHOLDER_ORIGIN, connect, opts), opts)
     }
     const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
-    const undici = await loadUndici()
-    const connect = guardedConnector(address, tls ?? {}, opts, address, undici.buildConnector)
-    return new VaultTransport(address, newPool(undici, address, connect, opts), opts)
+    const connect = guardedConnector(address, tls ?? {}, opts, address)
+    return new VaultTransport(address, newPool(address, connect, opts), opts)
   }
 
   /** Closes the pool's connections (in-flight calls fail). */
@@ -394,9 +391,9 @@ export class VaultTransport implements VaultCaller {
  * instead (see DEFAULT_VAULT_IDLE_CONNECTION_MS), and also caps a longer hint from a proxy
  * in front of Vault (a shorter one still wins).
  */
-function newPool(undici: Undici, origin: string, connect: Connectors.connector, opts: VaultTransportOptions): Pool {
+function newPool(origin: string, connect: buildConnector.connector, opts: VaultTransportOptions): Pool {
   const idleMs = opts.idleConnectionMs ?? DEFAULT_VAULT_IDLE_CONNECTION_MS
-  return new undici.Pool(origin, {
+  return new Pool(origin, {
     connections: MAX_SOCKETS_PER_VAULT,
     connect,
     keepAliveTimeout: idleMs,
@@ -408,19 +405,18 @@ function newPool(undici: Undici, origin: string, connect: Connectors.connector, 
  * undici's connector with a check in front: every new connection goes to
  * the transport's own host and port only, and only while the allow-list
  * admits the address. Redirects are never followed; this holds even if some
- * code path tried. `buildConnector` is undici's (loadUndici()).
+ * code path tried.
  */
 export function guardedConnector(
   address: string,
   options: { socketPath?: string } & Partial<TlsMaterial>,
   opts: TransportOptions,
   origin: string,
-  buildConnector: Undici['buildConnector'],
-): Connectors.connector {
+): buildConnector.connector {
   const url = new URL(origin)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
-  const inner = buildConnector({ ...options, keepAlive: true } as Connectors.BuildOptions)
+  const inner = buildConnector({ ...options, keepAlive: true } as buildConnector.BuildOptions)
   return (connectOptions, callback) => {
     const wantHost = String(connectOptions.hostname ?? '').replace(/^\[|\]$/g, '')
     const wantPort = Number(connectOptions.port || (connectOptions.protocol === 'https:' ? 443 : 80))

@@ -2,7 +2,6 @@
 // and a Mount whose caller leaves stops at once: in-flight Vault calls are aborted and no new
 // one starts. Time is injected; nothing sleeps.
 import { Writable } from 'node:stream'
-import nodeVault from 'node-vault'
 import t from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import { ephemeralKey } from '../../../src/hmac/hmac-key.js'
@@ -54,7 +53,6 @@ function deps(vault: FakeVault, time: ManualTime): MountDeps {
       logger,
       { get: async () => vault },
       {
-        loadNodeVault: async () => nodeVault,
         clock: time.clock,
         timers: time,
         sleep: async () => undefined,

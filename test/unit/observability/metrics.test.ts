@@ -30,7 +30,7 @@ async function sample(
 
 t.test('Mount outcome, duration and in-flight', async (t) => {
   // The status names come from the gRPC adapter's mapping, wired in as the composition root does.
-  const m = new ProviderMetrics({ defaultMetrics: false, grpcCodeOf: mountStatusName })
+  const m = new ProviderMetrics({ processMetrics: false, grpcCodeOf: mountStatusName })
   m.mountStarted()
   m.mountStarted()
   t.equal(await sample(m, 'vault_csi_provider_mounts_in_flight'), 2)
@@ -56,7 +56,7 @@ t.test('Mount outcome, duration and in-flight', async (t) => {
 })
 
 t.test('Vault calls: requests, logins, token renewals', async (t) => {
-  const m = new ProviderMetrics({ defaultMetrics: false })
+  const m = new ProviderMetrics({ processMetrics: false })
   m.vaultCall({ operation: 'login', ok: true, status: undefined, durationMs: 5, description: 'POST auth/jwt/login' })
   m.vaultCall({ operation: 'login', ok: false, status: 400, durationMs: 5, description: 'POST auth/jwt/login' })
   m.vaultCall({ operation: 'read', ok: false, status: undefined, durationMs: 5, description: 'GET secret/data/x' })
@@ -83,7 +83,7 @@ t.test('Vault calls: requests, logins, token renewals', async (t) => {
 })
 
 t.test('cache and lease reuse counters exist from the start', async (t) => {
-  const m = new ProviderMetrics({ defaultMetrics: false })
+  const m = new ProviderMetrics({ processMetrics: false })
   t.equal(await sample(m, 'vault_csi_provider_cache_lookups_total', { cache: 'token', result: 'hit' }), 0)
   m.cacheLookup('response', true)
   m.leaseReuse(false)
@@ -114,9 +114,7 @@ t.test("the event-loop delay is sampled every EVENT_LOOP_SAMPLE_MS, not at prom-
     resolutions.push(opts?.resolution)
     return original(opts)
   }
-  const m = new ProviderMetrics({ defaultMetrics: false })
-  t.same(resolutions, [], 'nothing sampled before the process metrics start')
-  m.collectProcessMetrics()
+  const m = new ProviderMetrics()
   t.same(resolutions, [EVENT_LOOP_SAMPLE_MS])
   t.ok(EVENT_LOOP_SAMPLE_MS >= 100, 'at most 10 wake-ups a second')
   t.match(await m.render(), /nodejs_eventloop_lag_p99_seconds /)
@@ -158,7 +156,7 @@ t.test('status labels are bucketed to a fixed set, whatever a server answers', a
     [404.5, 'none'],
   ]
   for (const [status, label] of cases) t.equal(statusLabel({ ok: false, status }), label, String(status))
-  const m = new ProviderMetrics({ defaultMetrics: false })
+  const m = new ProviderMetrics({ processMetrics: false })
   for (let status = 100; status < 1000; status++) {
     m.vaultCall({ operation: 'read', ok: false, status, durationMs: 1, description: 'GET x' })
   }

@@ -2,14 +2,13 @@
 // one login at a time, renewal at two thirds of the TTL, a re-login when a cached token is
 // refused, and callers that each give up on their own deadline. Nothing here sleeps.
 import { Writable } from 'node:stream'
-import nodeVault from 'node-vault'
 import t from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import { createLogger } from '../../../../src/observability/logger.js'
 import type { CancelSignal } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
-import { createNodeVaultClient } from '../../../../src/vault/http.js'
-import { VaultSession, encodePath, type VaultIdentity, type VaultRequest } from '../../../../src/vault/sessions/session.js'
+import type { VaultRequest } from '../../../../src/vault/paths.js'
+import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions/session.js'
 import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
 import { ManualTime } from '../../../support/manual-time.js'
 
@@ -30,7 +29,7 @@ function setup(vault: FakeVault): {
   deadline(ms?: number, signal?: AbortSignal): Deadline
 } {
   const time = new ManualTime()
-  const session = new VaultSession(identity, createNodeVaultClient(nodeVault, vault), {
+  const session = new VaultSession(identity, vault, {
     logger,
     staticFreshnessMs: 0,
     shareDynamic: false,
@@ -196,43 +195,4 @@ t.test('revoke() revokes the token with the token itself, then forgets it', asyn
   t.equal(revoke?.operation, 'revoke')
   await session.request(read, jwt, deadline(), 'a')
   t.equal(vault.count(/login$/), 2, 'a revoked identity logs in again')
-})
-
-t.test('encodePath: each segment as encodeURIComponent has it, whatever the characters', async (t) => {
-  // The definition: split on "/", encode each segment, join. The fast path must give the same text for every path.
-  const bySegments = (p: string): string => p.split('/').map(encodeURIComponent).join('/')
-  const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c))
-  const others = ['é', '€', '😀', '\u00a0', '\u2028', '\ud800']
-  const paths = [
-    '',
-    '/',
-    'secret/data/app',
-    'secret//data/',
-    "a-b_c.d!e~f*g'h(i)j/K9",
-    ...[...ascii, ...others].flatMap((ch) => [ch, `secret/data/${ch}`, `${ch}/x`, `x${ch}y/z`]),
-  ]
-  for (const p of paths) {
-    const want = (() => {
-      try {
-        return bySegments(p)
-      } catch (err) {
-        return err instanceof Error ? err.name : 'thrown'
-      }
-    })()
-    const got = (() => {
-      try {
-        return encodePath(p)
-      } catch (err) {
-        return err instanceof Error ? err.name : 'thrown'
-      }
-    })()
-    // Named in ASCII: a raw U+2028 in an assertion's name ends the TAP line early in CI's reporter.
-    const name = JSON.stringify(p).replace(
-      /[^\x20-\x7e]/g,
-      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-    )
-    t.equal(got, want, name)
-  }
-  t.equal(encodePath('secret/data/app'), 'secret/data/app')
-  t.equal(encodePath('secret/data/a b?c#d'), 'secret/data/a%20b%3Fc%23d')
 })

@@ -4,7 +4,11 @@
 import { mock } from 'node:test'
 import t, { type Test } from 'tap'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../../../src/config/config.js'
-import { VaultTransport, defaultTransportOptions, type VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
+import {
+  VaultTransport,
+  defaultTransportOptions,
+  type VaultTransportOptions,
+} from '../../../../src/vault/transport/transport.js'
 import { advance, startIdleServer } from '../../../support/idle-server.js'
 
 const server = (t: Test, keepAliveHint?: number) => startIdleServer(t, '{"data":{}}', keepAliveHint)

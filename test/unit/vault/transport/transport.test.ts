@@ -5,7 +5,6 @@ import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
-import { loadUndici } from '../../../../src/http/undici.js'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import { VaultConnectionError } from '../../../../src/vault/transport/call-errors.js'
 import {
@@ -171,8 +170,7 @@ t.test('every new connection is checked: only while the allow-list admits the ad
 })
 
 t.test("the connector refuses any host and port but the transport's own", async (t) => {
-  const { buildConnector } = await loadUndici()
-  const connect = guardedConnector('http://127.0.0.1:8200', {}, opts(), 'http://127.0.0.1:8200', buildConnector)
+  const connect = guardedConnector('http://127.0.0.1:8200', {}, opts(), 'http://127.0.0.1:8200')
   const err = await new Promise<Error | null>((resolve) =>
     connect({ hostname: 'localhost', host: 'localhost:8200', protocol: 'http:', port: '8200' }, (...args) =>
       resolve(args[0]),
