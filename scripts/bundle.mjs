@@ -59,6 +59,9 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     target: 'node20',
     // CommonJS packages inside an ES module call require() for Node's built-ins: give the file one.
     banner: { js: "import { createRequire } from 'node:module'\nconst require = createRequire(import.meta.url)" },
+    // V8 keeps a script's whole text while the process runs (it compiles functions from it lazily):
+    // whitespace and comments out, names kept. The source map still leads each position to src/.
+    minifyWhitespace: true,
     sourcemap: 'linked',
     // The map names the sources; their text is in the image already (src/ is not, but the lines are enough).
     sourcesContent: false,

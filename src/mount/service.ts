@@ -109,9 +109,6 @@ export class MountService {
 
   /**
    * Every pod-supplied string bounded (logString): a log line never grows with what a pod sends.
-   * The line's other fields are set on this object, not spread into a new one: on Node 20's V8 an
-   * object made by a spread and then given more properties gets a hidden class of its own (~5 µs,
-   * once per Mount, and pino's serialisation of it then misses V8's inline caches).
    */
   private summary(spec: MountSpec, started: bigint): MountLogLine {
     return {

@@ -48,9 +48,9 @@ function walkable(v: unknown): v is object {
  * REDACTED: the same object when nothing matches (the usual case: no copy),
  * otherwise copies of just the objects on the way to a match.
  *
- * Why not pino's `redact` option: its wildcard paths (`*.k`, `*.*.k` for 14
- * keys) cost ~60 µs per line against ~5 µs for the line itself, on every
- * Mount's one line. This walk checks each key once against a Set. Top-level keys
+ * Why not pino's `redact` option: it takes fixed paths, and a key to hide may
+ * sit at any depth; wildcard paths for every depth cost more than the line
+ * (bench/NOTES.md). This walk checks each key once against a Set. Top-level keys
  * with a serializer (`err`, `error`: `serialized`) are left to it; it runs
  * after this and keeps only fields the provider controls (an Error's own
  * message and stack are not enumerable: a copy here would lose them).

@@ -13,10 +13,8 @@ import type { CacheKind, VaultCallEvent, VaultObserver, VaultOperation } from '.
 
 /**
  * How often the event-loop delay behind `nodejs_eventloop_lag_*` is sampled. prom-client's default,
- * 10 ms, wakes the process 100 times a second: ~6.7 ms of CPU per second on an idle provider (two
- * thirds of all it spent idle on Node 26.12.1, 60 s measured from /proc/<pid>/stat), on every node.
- * At 100 ms a stall still shows in full (the next sample is late by as much), only fewer samples go
- * into the percentiles.
+ * 10 ms, wakes an idle provider 100 times a second on every node (bench/NOTES.md). At 100 ms a stall
+ * still shows in full (the next sample is late by as much), only fewer samples go into the percentiles.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100
 

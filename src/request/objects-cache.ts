@@ -21,10 +21,7 @@ export const DEFAULT_OBJECTS_CACHE_BYTES = 16 * 1024 * 1024
 /** What an entry costs besides its text: the key, the entry, a refusal's message. */
 const ENTRY_OVERHEAD_BYTES = 512
 
-/**
- * The text's key. crypto.hash (Node ≥ 20.12) hashes in one call, about twice as fast on Node 20 as
- * a Hash object for a text of this size (this runs on every Mount); older Node 20 lacks it.
- */
+/** The text's key: crypto.hash where Node has it (≥ 20.12), else a Hash object. */
 const textKey: (text: string) => string =
   typeof crypto.hash === 'function'
     ? (text) => crypto.hash('sha256', text, 'base64')

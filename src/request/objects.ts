@@ -346,9 +346,7 @@ function parseObject(index: number, entry: unknown): SecretObject {
     config,
     configJson: canonicalJson(config),
   }
-  // New fields only when set: objects without them stay exactly as before. Assigned, not spread
-  // into the literal: on Node 20's V8 that gives every object a hidden class of its own, and the
-  // objects are read on every Mount.
+  // New fields only when set: objects without them stay exactly as before.
   if (secretKeyPath !== undefined) object.secretKeyPath = secretKeyPath
   if (format !== undefined) object.format = format
   if (template !== undefined) object.template = template

@@ -52,8 +52,8 @@ export function loadProviderService(): grpc.ServiceDefinition {
  *
  * `answered()` detaches the cancellation before the answer is sent: grpc-js
  * (1.14) emits 'cancelled' once every call has ended, answered or not, and
- * aborting a finished Mount built an Error and ran the signal's listeners for
- * nobody on every call (~2 % of the daemon's CPU per Mount, npm run bench -- --profile).
+ * aborting a finished Mount would build an Error and run the signal's listeners
+ * for nobody on every call.
  */
 function callDeadline(
   call: grpc.ServerUnaryCall<unknown, unknown>,
@@ -95,9 +95,8 @@ export interface ProviderServerOptions {
 
 /**
  * How often the socket path is checked for a successor (or for its disappearance). Each check wakes
- * the idle process: at 200 ms the checks cost ~2.3 ms of CPU per second on Node 26.12.1, on every
- * node, all the time. Within a second is soon enough: until the old instance notices a successor,
- * new dials already reach the successor and calls on the old connections still succeed.
+ * the idle process on every node. Within a second is soon enough: until the old instance notices a
+ * successor, new dials already reach the successor and calls on the old connections still succeed.
  */
 export const HANDOVER_POLL_MS = 1000
 

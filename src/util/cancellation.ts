@@ -2,14 +2,10 @@
  * "Nobody waits for this any more", said once: what a Mount's calls listen
  * to so that they stop when the driver gives up (see deadline.ts).
  *
- * An AbortController would do, but on Node 20 each one costs ~7 µs to make
- * (its signal is an EventTarget whose prototype is swapped after it is
- * built, so every one gets a hidden class of its own) and each listener
- * added and removed ~1 µs more; 0.2 µs on Node 26. A Mount made six (its
- * own and one per shared Vault read) and listened on them a dozen times:
- * ~4 % of a warm Mount's CPU in the daemon on Node 20 (npm run bench --
- * --profile). A Cancellation is a flag and a small set of callbacks; a real
- * AbortSignal is made from it only where a library needs one (Deadline.signal).
+ * A flag and a small set of callbacks, like an AbortController's signal but
+ * cheaper to make on Node 20, where a Mount needs several (bench/NOTES.md);
+ * a real AbortSignal is made from it only where a library needs one
+ * (Deadline.signal).
  */
 
 /** The listening side. */
@@ -86,11 +82,7 @@ export const NEVER_CANCELLED: CancelSignal = Object.freeze({
   removeAbortListener: (): void => undefined,
 })
 
-/**
- * An AbortSignal as a CancelSignal (its listeners are the signal's own). A class, not an object
- * literal with getters: such a literal kept what its getters close over alive through V8's
- * young-generation collections (see the Waiter in shared-call.ts).
- */
+/** An AbortSignal as a CancelSignal (its listeners are the signal's own). */
 class AbortSignalCancel implements CancelSignal {
   private readonly signal: AbortSignal
 

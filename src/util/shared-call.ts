@@ -44,14 +44,7 @@ export interface SharedCallOptions {
   timers?: Timers
 }
 
-/**
- * A plain object holding the waiter's Deadline (its expiresAt is read per use). Not an object
- * literal with a getter: V8 kept what such a getter closes over (the deadline, the waiter's
- * resolvers and through them the Mount's answers) alive through every young-generation collection
- * until the next full one. That promoted ~12 KB per warm Mount of 5 reads into the old generation
- * and made 41 full collections per 23,000 Mounts where there is now one (bench/mount-path.ts with
- * --trace-gc-nvp; CPU per Mount 480–520 → 260–290 µs on Node 20). Its test counts full collections.
- */
+/** One caller waiting for the shared call, until its own deadline. */
 interface Waiter {
   readonly deadline: Deadline
 }

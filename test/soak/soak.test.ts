@@ -102,7 +102,7 @@ t.test(`slow: soak, ${TOTAL} Mounts of mixed SecretProviderClasses`, async (t) =
   const logStream = createWriteStream(logPath)
   const logger = createLogger('info', logStream)
   // -static-freshness: repeated reads of an unchanged KV secret within 2 s come from the identity's
-  // cache (src/vault/secret-cache.ts), so that cache is soaked and bounded too.
+  // cache (src/vault/sessions/secret-cache.ts), so that cache is soaked and bounded too.
   // The daemon's own Mount service (src/app.ts), built from daemon flags: no Kubernetes API in
   // this environment, a local HMAC key file, and the allow-list admitting only this OpenBao.
   const config = loadConfig(

@@ -76,8 +76,7 @@ export class SessionPool {
   private sweeper: NodeJS.Timeout | undefined
   /**
    * One bounded store for what every identity has read: the memory bound is global. Built with the
-   * first session, not before the socket serves: lru-cache fills its arrays for all 20,000 entries
-   * up front, ~5 ms on Node 26 at start-up.
+   * first session: a node that mounts nothing does not hold it.
    */
   private secretStore: SecretStore | undefined
   private readonly clock: Clock

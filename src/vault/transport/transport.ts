@@ -256,10 +256,9 @@ export class VaultTransport implements VaultCaller {
 
   /**
    * The call on undici's dispatch API: the answer's bytes arrive in handler
-   * callbacks and are counted as they come, with no body stream, async
-   * iterator or AbortController per call (this is on every Vault request of
-   * every Mount: npm run bench, CPU per Mount). Settled exactly once; aborting
-   * the dispatch closes its connection, so nothing more of a refused answer is read.
+   * callbacks and are counted as they come, so a body past its limit is cut
+   * off at once. Settled exactly once; aborting the dispatch closes its
+   * connection, so nothing more of a refused answer is read.
    */
   private send(c: VaultCall): Promise<VaultAnswer> {
     const flagMax = this.opts.maxResponseBytes

@@ -5,11 +5,11 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { doctorTarget, type DoctorTarget } from '../../../src/cli/doctor.js'
-import { buildAttributes, readSecretProviderClass } from '../../../src/cli/spc.js'
-import { loadConfig } from '../../../src/config/config.js'
-import { parseMountRequest } from '../../../src/request/parse-request.js'
-import { tempDirFor } from '../../support/tmp.js'
+import { doctorTarget, type DoctorTarget } from '../../../../src/cli/doctor/doctor.js'
+import { buildAttributes, readSecretProviderClass } from '../../../../src/cli/spc.js'
+import { loadConfig } from '../../../../src/config/config.js'
+import { parseMountRequest } from '../../../../src/request/parse-request.js'
+import { tempDirFor } from '../../../support/tmp.js'
 
 async function spcFile(t: Parameters<typeof tempDirFor>[0], parameters: string): Promise<string> {
   const dir = await tempDirFor(t, 'vcp-doctor-unit-')

@@ -1,0 +1,158 @@
+/**
+ * `vault-csi-provider doctor`: checks what a Mount depends on, in the order a
+ * Mount meets it, and says how to fix each failure.
+ *
+ *   socket   exists, is a socket, owner-only, answers Version and gRPC Health   socket-checks.ts
+ *   vault    reachable, TLS chain, initialized/sealed/standby, version, clock    vault-checks.ts
+ *   auth     the auth mount and the role exist; with a pod token, it logs in   auth-checks.ts
+ *   hmac     the object-version key (Kubernetes Secret or key file)             hmac-checks.ts
+ *   kube     the provider's RBAC: what it needs, nothing more                   rbac-checks.ts
+ */
+import { loadConfig, ConfigError, type ProviderConfig, type VaultDefaults } from '../../config/config.js'
+import { isProviderError } from '../../errors.js'
+import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
+import { probeVaultHealth } from '../../server/health.js'
+import { EXIT, UsageError, withProgress, type Style } from '../output.js'
+import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
+import { authChecks } from './auth-checks.js'
+import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
+import { hmacChecks } from './hmac-checks.js'
+import { rbacChecks } from './rbac-checks.js'
+import { socketChecks } from './socket-checks.js'
+import { FAIL_CLOCK_SKEW_MS, vaultChecks } from './vault-checks.js'
+
+export type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
+
+/** What doctor checks against: the Mount's Vault settings for the SPC's parameters, or why there are none. */
+export type DoctorTarget =
+  { kind: 'no-address' } | { kind: 'bad'; message: string } | { kind: 'ok'; settings: VaultSettings }
+
+/**
+ * The SecretProviderClass read through the Mount's own parser
+ * (parseVaultSettings): the same parameters, precedence over the flags, TLS
+ * client certificate and vaultSkipTLSVerify spelling as a Mount. --role and
+ * --audience, when given, take the place of the SPC's.
+ */
+export function doctorTarget(
+  parameters: Readonly<Record<string, string>>,
+  defaults: VaultDefaults,
+  opts: Pick<DoctorOptions, 'role' | 'audience'>,
+): DoctorTarget {
+  if (!parameters.vaultAddress && !defaults.address) return { kind: 'no-address' }
+  let settings: VaultSettings
+  try {
+    settings = parseVaultSettings(parameters, defaults)
+  } catch (err) {
+    if (!isProviderError(err)) throw err
+    return { kind: 'bad', message: err.message }
+  }
+  return {
+    kind: 'ok',
+    settings: {
+      ...settings,
+      roleName: opts.role ?? settings.roleName,
+      audience: opts.audience ?? settings.audience,
+    },
+  }
+}
+
+export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
+  let config: ProviderConfig
+  try {
+    config = loadConfig(opts.providerFlags, process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message)
+    throw err
+  }
+  // The SecretProviderClass is read through the Mount's own parser (parseVaultSettings): the same
+  // parameters, precedence over the flags, TLS client certificate and vaultSkipTLSVerify spelling.
+  const spc = opts.spc ? await readSecretProviderClass(opts.spc) : undefined
+  const parameters = spc?.parameters ?? {}
+  const podNamespace = opts.namespace ?? spc?.namespace
+
+  const results: CheckResult[] = []
+  results.push(...(await socketChecks(opts.socket)))
+
+  const target = doctorTarget(parameters, config.vault, opts)
+  if (target.kind === 'no-address') {
+    results.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'skip',
+      detail: 'no Vault address: pass --vault-addr, set VAULT_ADDR, or --spc with vaultAddress',
+    })
+  } else if (target.kind === 'bad') {
+    results.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'fail',
+      detail: target.message,
+      fix: /address/i.test(target.message)
+        ? 'use an address such as https://vault.example:8200'
+        : 'fix the SecretProviderClass parameter (or provider flag) the message names',
+    })
+  } else {
+    const settings = target.settings
+    const conn = settings.vault
+    const authMount = settings.authMount
+    const role = settings.roleName
+    const audience = settings.audience
+    const health = await probeVaultHealth(conn)
+    results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
+    if (health.reachable) {
+      let jwt: string | undefined
+      if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
+      else if (opts.tokenFromKubectl) {
+        if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
+        jwt = await tokenFromKubectl(podNamespace ?? 'default', opts.serviceAccount, audience)
+      }
+      results.push(...(await authChecks(conn, authMount, role, jwt)))
+    } else {
+      results.push({
+        id: 'auth.mount',
+        title: `auth mount "${authMount}" exists`,
+        status: 'skip',
+        detail: 'Vault not reachable',
+      })
+      results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
+    }
+  }
+  results.push(...(await hmacChecks(config, undefined)))
+  results.push(...(await rbacChecks(config)))
+  return results
+}
+
+export function doctorExitCode(results: CheckResult[]): number {
+  return results.some((r) => r.status === 'fail') ? EXIT.FAILED : EXIT.OK
+}
+
+export function renderDoctor(results: CheckResult[], s: Style): string {
+  const mark: Record<CheckStatus, string> = {
+    pass: s.green('✓ pass'),
+    fail: s.red('✗ FAIL'),
+    warn: s.yellow('! warn'),
+    skip: s.dim('- skip'),
+  }
+  const lines: string[] = []
+  for (const r of results) {
+    lines.push(`${mark[r.status]}  ${s.bold(r.title)}  ${s.dim(`[${r.id}]`)}`)
+    lines.push(`        ${r.detail}`)
+    if (r.fix && (r.status === 'fail' || r.status === 'warn')) lines.push(`        ${s.yellow('fix:')} ${r.fix}`)
+  }
+  const count = (st: CheckStatus): number => results.filter((r) => r.status === st).length
+  lines.push('')
+  lines.push(`checks: ${count('pass')} pass, ${count('fail')} fail, ${count('warn')} warn, ${count('skip')} skip`)
+  return lines.join('\n') + '\n'
+}
+
+export async function runDoctorCommand(
+  opts: DoctorOptions,
+  style: Style,
+): Promise<{ exitCode: number; stdout: string }> {
+  const results = await withProgress('checking', runDoctor(opts))
+  const exitCode = doctorExitCode(results)
+  if (opts.json) {
+    return { exitCode, stdout: JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2) + '\n' }
+  }
+  return { exitCode, stdout: renderDoctor(results, style) }
+}
