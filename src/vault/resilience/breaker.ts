@@ -304,7 +304,8 @@ export function probeOutcome(h: VaultHealth): ProbeOutcome {
   if (h.healthy) return { healthy: true }
   if (h.reachable) {
     if (h.status === 503) return { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
-    return { healthy: false, sealed: false, cause: `sys/health answered ${h.status ?? 'nothing'}` }
+    const answer = h.status === undefined ? h.detail : `answered ${h.status}`
+    return { healthy: false, sealed: false, cause: `sys/health ${answer}` }
   }
   if (h.errorKind === 'timeout') return { healthy: false, sealed: false, cause: 'no answer in time' }
   // A TLS or other configuration error: Vault answered the connection, so it is not down.

@@ -164,7 +164,7 @@ t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t
     { healthy: true },
   )
   // https:// to a plain HTTP server: the TLS handshake fails, yet something answered.
-  const server = http.createServer((_req, res) => res.end('{}'))
+  const server = http.createServer((_req, res) => res.end('{"initialized":true,"sealed":false,"standby":false}'))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => {
     server.closeAllConnections()
