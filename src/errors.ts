@@ -9,6 +9,8 @@
  * only from safe fields (object names, Vault paths, role, HTTP status, Vault's
  * own error strings): never a secret value, a token or a request body.
  */
+import { printable } from './util/printable.js'
+
 export const ERROR_CATALOGUE = {
   BAD_REQUEST: 'The MountRequest itself is malformed (attributes/secrets/permission).',
   BAD_PARAMETER: 'A SecretProviderClass parameter (or a pod volumeAttribute) is invalid.',
@@ -83,11 +85,12 @@ export const SCRUB_WINDOW_CHARS = 64 * 1024
 
 /**
  * Untrusted text made safe to show: scrubbed first (within a bounded window),
- * then cut to `max`, so that the cut can never leave a credential fragment
- * that scrub() would no longer recognise.
+ * its terminal controls escaped (util/printable.ts), then cut to `max`, so
+ * that the cut can never leave a credential fragment that scrub() would no
+ * longer recognise.
  */
 export function safeText(text: string, max: number): string {
-  const clean = scrub(cutForScrub(text, SCRUB_WINDOW_CHARS))
+  const clean = printable(scrub(cutForScrub(text, SCRUB_WINDOW_CHARS)))
   return clean.length > max ? `${clean.slice(0, max)}…` : clean
 }
 

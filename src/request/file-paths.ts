@@ -8,15 +8,16 @@ import { randomBytes } from 'node:crypto'
 export const MAX_PATH_BYTES = 4096
 export const MAX_ELEMENT_BYTES = 255
 
-// Control characters are legal in Linux file names but never intended in a
-// SecretProviderClass, and they make `ls` output and logs lie.
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/
+import { unprintableKind } from '../util/printable.js'
 
 /** Returns why `path` is not an acceptable volume-relative file path, or undefined if it is. */
 export function filePathProblem(path: string): string | undefined {
   if (path === '') return 'is empty'
-  if (CONTROL_CHARS.test(path)) return 'contains a control character'
+  // Legal in Linux file names but never intended in a SecretProviderClass: they make `ls` output,
+  // logs and events lie (a bidirectional override shows a name backwards).
+  const unprintable = unprintableKind(path)
+  if (unprintable === 'control') return 'contains a control character'
+  if (unprintable === 'bidirectional') return 'contains a bidirectional-formatting character (U+202E and the like)'
   if (path.startsWith('/')) return 'is absolute; it must be relative to the volume'
   if (Buffer.byteLength(path) > MAX_PATH_BYTES) return `is longer than ${MAX_PATH_BYTES} bytes`
   const elements = path.split('/')

@@ -1,0 +1,25 @@
+/**
+ * Text that reaches a person — a FailedMount event, a log line read in a terminal, the CLI's output —
+ * with every character that could act on the terminal or reorder what is shown replaced by a visible
+ * escape: C0 controls (ESC, BEL, CR, LF…), DEL, C1 controls, the line and paragraph separators, and
+ * the bidirectional marks, embeddings, overrides and isolates. A server named by a pod can answer
+ * with such characters; they must never reach a terminal as they are.
+ */
+
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+
+/** Which kind of such character `text` holds first, if any. */
+export function unprintableKind(text: string): 'control' | 'bidirectional' | undefined {
+  if (CONTROL.test(text)) return 'control'
+  if (BIDI.test(text)) return 'bidirectional'
+  return undefined
+}
+
+/** `text` with every such character as `\u{…}` (e.g. ESC as `\u{1b}`); other text unchanged. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`)
+}
