@@ -14,29 +14,11 @@ import type { VaultDefaults } from '../config/config.js'
 import { isProviderError, q, type ErrorCode } from '../errors.js'
 import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
+import { knownParameterNames, legacyParameterNames } from '../request/parameters.js'
 import { ATTR, parseMountRequest } from '../request/parse-request.js'
 import type { MountSpec, SecretObject } from '../request/types.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { lintObjects } from './objects-lint.js'
-
-/** The parameters a Mount reads (test/unit/lint checks this list against parse-request.ts). */
-export const KNOWN_PARAMETERS = [
-  'roleName',
-  'vaultAddress',
-  'vaultNamespace',
-  'vaultAuthMountPath',
-  'vaultKubernetesMountPath',
-  'audience',
-  'vaultSkipTLSVerify',
-  'vaultCACertPath',
-  'vaultCADirectory',
-  'vaultTLSServerName',
-  'vaultTLSClientCertPath',
-  'vaultTLSClientKeyPath',
-  'objects',
-] as const
-/** Accepted and ignored, as the reference provider does. */
-export const LEGACY_PARAMETERS = ['kubernetesServiceAccountPath', 'vaultCAPem'] as const
 
 export type Severity = 'error' | 'warning'
 
@@ -164,9 +146,9 @@ const PLACEHOLDER_PARAMS: Record<string, string> = {
 
 type Params = Map<string, { value: string; line: number; node?: Node; refused?: boolean }>
 
-/** The parameters a Mount error names (bare or quoted), in the order of KNOWN_PARAMETERS. */
+/** The parameters a Mount error names (bare or quoted), in the order of the parameter table. */
 function namedParameters(message: string): string[] {
-  return KNOWN_PARAMETERS.filter((p) => new RegExp(`(^|[^A-Za-z])${p}([^A-Za-z]|$)`).test(message))
+  return knownParameterNames().filter((p) => new RegExp(`(^|[^A-Za-z])${p}([^A-Za-z]|$)`).test(message))
 }
 
 class SpcLinter {
@@ -221,7 +203,7 @@ class SpcLinter {
   }
 
   unknownParameters(params: Params): void {
-    const known = new Set<string>([...KNOWN_PARAMETERS, ...LEGACY_PARAMETERS])
+    const known = new Set<string>([...knownParameterNames(), ...legacyParameterNames()])
     for (const [key, { line }] of params) {
       if (known.has(key)) continue
       const driverOwned = key === ATTR.secretProviderClass || key.startsWith('csi.storage.k8s.io/')
@@ -232,7 +214,7 @@ class SpcLinter {
         parameter: key,
         message: driverOwned
           ? `parameter ${q(key)} is set by the driver for each pod; the value here is ignored`
-          : `parameter ${q(key)} is not read by the provider (a misspelling? known parameters: ${KNOWN_PARAMETERS.join(', ')})`,
+          : `parameter ${q(key)} is not read by the provider (a misspelling? known parameters: ${knownParameterNames().join(', ')})`,
       })
     }
   }
@@ -256,7 +238,7 @@ class SpcLinter {
       attrs.vaultAddress = PLACEHOLDER_ADDRESS
       blamed.add('vaultAddress')
     }
-    for (let round = 0; round <= KNOWN_PARAMETERS.length; round++) {
+    for (let round = 0; round <= knownParameterNames().length; round++) {
       let spec: MountSpec
       try {
         spec = parseMountRequest(rawRequest(attrs, this.spcName ?? ''), defaults)

@@ -10,37 +10,15 @@ import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/co
 import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
+import { MAX_NAME_PARAMETER_CHARS, PARAMETERS, parameter, readParameter, type ParameterKey } from './parameters.js'
 import type { MountSpec, PodIdentity, PodToken, SecretObject, VaultConnection } from './types.js'
+
+export { MAX_ADDRESS_PARAMETER_CHARS, MAX_NAME_PARAMETER_CHARS, MAX_PATH_PARAMETER_CHARS } from './parameters.js'
 
 export const DEFAULT_AUDIENCE = 'vault'
 export const DEFAULT_FILE_MODE = 0o644
 export const MAX_ATTRIBUTES_BYTES = 1024 * 1024
 export const MAX_ATTRIBUTE_COUNT = 512
-/** Names (role, audience, namespace, auth mount, TLS server name): Vault and Kubernetes names are far shorter. */
-export const MAX_NAME_PARAMETER_CHARS = 256
-export const MAX_ADDRESS_PARAMETER_CHARS = 2048
-/** File paths: PATH_MAX. */
-export const MAX_PATH_PARAMETER_CHARS = 4096
-
-/**
- * Free-text parameters and their length limits, checked before any is used
- * (a 200 KB roleName once reached a log line, Vault and a regular expression).
- * `objects` has its own limit, the -max-objects-size flag.
- */
-const PARAMETER_LIMITS: ReadonlyArray<readonly [string, number]> = [
-  ['roleName', MAX_NAME_PARAMETER_CHARS],
-  ['audience', MAX_NAME_PARAMETER_CHARS],
-  ['vaultNamespace', MAX_NAME_PARAMETER_CHARS],
-  ['vaultAuthMountPath', MAX_NAME_PARAMETER_CHARS],
-  ['vaultKubernetesMountPath', MAX_NAME_PARAMETER_CHARS],
-  ['vaultTLSServerName', MAX_NAME_PARAMETER_CHARS],
-  ['vaultSkipTLSVerify', MAX_NAME_PARAMETER_CHARS],
-  ['vaultAddress', MAX_ADDRESS_PARAMETER_CHARS],
-  ['vaultCACertPath', MAX_PATH_PARAMETER_CHARS],
-  ['vaultCADirectory', MAX_PATH_PARAMETER_CHARS],
-  ['vaultTLSClientCertPath', MAX_PATH_PARAMETER_CHARS],
-  ['vaultTLSClientKeyPath', MAX_PATH_PARAMETER_CHARS],
-]
 
 export const ATTR = {
   podName: 'csi.storage.k8s.io/pod.name',
@@ -62,10 +40,14 @@ const IDENTITY_ATTRIBUTES = [
 
 /** Every bounded attribute within its limit, before any of them is used or logged. */
 function checkLengths(attrs: Map<string, string>): void {
-  for (const [key, max] of PARAMETER_LIMITS) {
-    const value = attrs.get(key)
-    if (value !== undefined && value.length > max) {
-      throw new ProviderError('BAD_PARAMETER', `parameter ${q(key)} is longer than ${max} characters`)
+  for (const spec of PARAMETERS) {
+    const max = spec.maxChars
+    if (max === undefined) continue
+    for (const name of spec.names) {
+      const value = attrs.get(name)
+      if (value !== undefined && value.length > max) {
+        throw new ProviderError('BAD_PARAMETER', `parameter ${q(name)} is longer than ${max} characters`)
+      }
     }
   }
   for (const key of IDENTITY_ATTRIBUTES) {
@@ -195,16 +177,17 @@ export function parseVaultAddress(raw: string, what: string): string {
 }
 
 function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): string {
-  const a = attrs.get('vaultAuthMountPath') || undefined
-  const b = attrs.get('vaultKubernetesMountPath') || undefined
+  const a = readParameter(attrs, 'authMountPath')
+  const b = readParameter(attrs, 'kubernetesMountPath')
   if (a !== undefined && b !== undefined) {
     throw new ProviderError(
       'BAD_PARAMETER',
-      'set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath" (they are aliases)',
+      `set only one of parameters ${q(a.name)} and ${q(b.name)} (they are aliases)`,
     )
   }
-  const raw = a ?? b ?? fallback
-  const which = a !== undefined ? 'vaultAuthMountPath' : b !== undefined ? 'vaultKubernetesMountPath' : '-vault-mount'
+  const given = a ?? b
+  const raw = given?.value ?? fallback
+  const which = given?.name ?? '-vault-mount'
   const mount = normaliseAuthMount(raw)
   if (mount === undefined) {
     throw new ProviderError(
@@ -215,52 +198,58 @@ function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): s
   return mount
 }
 
+/** The name an error gives a parameter: the one the class used, else its first name. */
+function shownName(attrs: ReadonlyMap<string, string>, key: ParameterKey): string {
+  return readParameter(attrs, key)?.name ?? parameter(key).names[0]!
+}
+
 function parseTls(attrs: ReadonlyMap<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
-  const pick = (key: string, fallback: string | undefined): string | undefined => attrs.get(key) || fallback
+  const pick = (key: ParameterKey, fallback: string | undefined): string | undefined =>
+    readParameter(attrs, key)?.value ?? fallback
   let skipVerify = defaults.skipVerify
-  const skipRaw = attrs.get('vaultSkipTLSVerify')
-  if (skipRaw !== undefined && skipRaw !== '') {
+  const skip = readParameter(attrs, 'skipTlsVerify')
+  if (skip !== undefined) {
     try {
-      skipVerify = parseBool(skipRaw, 'parameter "vaultSkipTLSVerify"')
+      skipVerify = parseBool(skip.value, `parameter ${q(skip.name)}`)
     } catch (err) {
       throw new ProviderError('BAD_PARAMETER', (err as Error).message)
     }
   }
   const tls: VaultTlsConfig = {
-    caCertPath: pick('vaultCACertPath', defaults.caCertPath),
-    caDirectory: pick('vaultCADirectory', defaults.caDirectory),
-    serverName: pick('vaultTLSServerName', defaults.serverName),
-    clientCertPath: pick('vaultTLSClientCertPath', defaults.clientCertPath),
-    clientKeyPath: pick('vaultTLSClientKeyPath', defaults.clientKeyPath),
+    caCertPath: pick('caCertPath', defaults.caCertPath),
+    caDirectory: pick('caDirectory', defaults.caDirectory),
+    serverName: pick('tlsServerName', defaults.serverName),
+    clientCertPath: pick('tlsClientCertPath', defaults.clientCertPath),
+    clientKeyPath: pick('tlsClientKeyPath', defaults.clientKeyPath),
     skipVerify,
   }
   if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      'parameters "vaultTLSClientCertPath" and "vaultTLSClientKeyPath" go together: set both or neither',
-    )
+    const cert = shownName(attrs, 'tlsClientCertPath')
+    const key = shownName(attrs, 'tlsClientKeyPath')
+    throw new ProviderError('BAD_PARAMETER', `parameters ${q(cert)} and ${q(key)} go together: set both or neither`)
   }
   return tls
 }
 
 /** The Mount's Vault address: parameter vaultAddress, else -vault-addr / VAULT_ADDR. */
 function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string {
-  const addressRaw = attrs.get('vaultAddress') || defaults.address
+  const given = readParameter(attrs, 'address')
+  const addressRaw = given?.value ?? defaults.address
   if (addressRaw === undefined) {
     throw new ProviderError(
       'BAD_PARAMETER',
-      'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
+      `no Vault address: set parameter ${q(parameter('address').names[0]!)} or the provider flag -vault-addr / VAULT_ADDR`,
     )
   }
-  return parseVaultAddress(addressRaw, attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address')
+  return parseVaultAddress(addressRaw, given ? `parameter ${q(given.name)}` : 'Vault address')
 }
 
 function parseNamespace(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string | undefined {
-  return attrs.get('vaultNamespace') || defaults.namespace
+  return readParameter(attrs, 'namespace')?.value ?? defaults.namespace
 }
 
 function parseAudience(attrs: ReadonlyMap<string, string>): string {
-  return attrs.get('audience') || DEFAULT_AUDIENCE
+  return readParameter(attrs, 'audience')?.value ?? DEFAULT_AUDIENCE
 }
 
 /** Where and how a Mount logs in to Vault, as a SecretProviderClass and the provider's flags say. */
@@ -288,7 +277,7 @@ export function parseVaultSettings(
     vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
     authMount: parseAuthMount(attrs, defaults.authMount),
     audience: parseAudience(attrs),
-    roleName: attrs.get('roleName') || undefined,
+    roleName: readParameter(attrs, 'roleName')?.value,
   }
 }
 
@@ -313,14 +302,14 @@ export function parseMountRequest(
   const defaultMode = parsePermission(raw.permission)
   checkLengths(attrs)
 
-  const roleName = attrs.get('roleName')
-  if (roleName === undefined || roleName === '') {
+  const roleName = readParameter(attrs, 'roleName')?.value
+  if (roleName === undefined) {
     throw new ProviderError('BAD_PARAMETER', 'parameter "roleName" is required: the Vault role the pod logs in with')
   }
 
   const address = parseAddress(attrs, defaults)
 
-  const objectsText = attrs.get('objects')
+  const objectsText = readParameter(attrs, 'objects')?.value
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }

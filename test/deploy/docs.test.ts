@@ -10,6 +10,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import { ERROR_CATALOGUE } from '../../src/errors.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
+import { PARAMETERS } from '../../src/request/parameters.js'
 
 const read = (rel: string): Promise<string> => readFile(join(PACKAGE_ROOT, rel), 'utf8')
 
@@ -30,14 +31,20 @@ t.test('every flag is in docs/configuration.md', async (t) => {
   for (const flag of [...strings, ...bools]) t.match(doc, `\`-${flag}\``, `-${flag} documented`)
 })
 
-t.test('every SecretProviderClass parameter and object field is in docs/configuration.md', async (t) => {
+t.test('every SecretProviderClass parameter is in docs/configuration.md and the README', async (t) => {
   const doc = await read('docs/configuration.md')
-  const request = await read('src/request/parse-request.ts')
-  const params = [...new Set([...request.matchAll(/(?:attrs\.get|pick)\('([A-Za-z]+)'/g)].map((m) => m[1]!))]
-  t.ok(params.length >= 13, `parameters found: ${params.join(', ')}`)
-  for (const p of params) {
-    t.match(doc, `\`${p}\``, `parameter ${p} documented`)
+  const readme = await read('README.md')
+  t.ok(PARAMETERS.length >= 15, `${PARAMETERS.length} parameters`)
+  for (const spec of PARAMETERS) {
+    for (const name of spec.names) {
+      t.ok(doc.includes(`\`${name}\``), `parameter ${name} in docs/configuration.md`)
+      t.ok(readme.includes(`\`${name}\``), `parameter ${name} in README.md`)
+    }
   }
+})
+
+t.test('every object field is in docs/configuration.md', async (t) => {
+  const doc = await read('docs/configuration.md')
   const objects = await read('src/request/objects.ts')
   const fields = namesIn(objects, 'const KNOWN_FIELDS = new Set([', '])', /'([A-Za-z]+)'/g)
   t.ok(fields.length >= 7, `object fields found: ${fields.join(', ')}`)

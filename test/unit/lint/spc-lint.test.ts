@@ -1,23 +1,17 @@
 // The linter's own behaviour: every bad object at once (each with the message parseObjects gives
 // when it is the only one), lines in the file, multi-document YAML and Markdown, what the API
-// server would refuse, unknown parameters, secretObjects, and the parameter list kept equal to
-// what parse-request.ts reads.
+// server would refuse, unknown parameters (the parameter table's names are the known ones), and
+// secretObjects.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import type { VaultDefaults } from '../../../src/config/config.js'
 import { ProviderError } from '../../../src/errors.js'
 import { lintObjects } from '../../../src/lint/objects-lint.js'
-import {
-  KNOWN_PARAMETERS,
-  LINT_CODES,
-  LEGACY_PARAMETERS,
-  lintMarkdown,
-  lintYaml,
-  type LintProblem,
-} from '../../../src/lint/spc-lint.js'
+import { LINT_CODES, lintMarkdown, lintYaml, type LintProblem } from '../../../src/lint/spc-lint.js'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
 import { parseObjects } from '../../../src/request/objects.js'
+import { knownParameterNames, legacyParameterNames, PARAMETERS } from '../../../src/request/parameters.js'
 import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 
 const DEFAULTS: VaultDefaults = { authMount: 'kubernetes', tls: { skipVerify: false } }
@@ -32,17 +26,6 @@ function parseError(text: string): string {
   }
   throw new Error('expected parseObjects to fail')
 }
-
-t.test('KNOWN_PARAMETERS is what parse-request.ts reads', async (t) => {
-  const source = await readFile(join(PACKAGE_ROOT, 'src', 'request', 'parse-request.ts'), 'utf8')
-  const read = [...new Set([...source.matchAll(/(?:attrs\.get|pick)\('([A-Za-z]+)'/g)].map((m) => m[1]!))]
-  t.ok(read.length >= 12, `parameters found: ${read.join(', ')}`)
-  t.same([...read].sort(), [...KNOWN_PARAMETERS].filter((p) => p !== 'objects' || read.includes(p)).sort())
-  t.ok(read.includes('objects'))
-  const compat = await readFile(join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8')
-  for (const legacy of LEGACY_PARAMETERS)
-    t.match(compat, `\`${legacy}\``, `${legacy} is the documented legacy parameter`)
-})
 
 t.test('lintObjects: every bad object, each with the message it gets alone', async (t) => {
   const objects = [
@@ -141,6 +124,39 @@ const SPC = (params: string, extra = ''): string =>
 function lines(problems: readonly LintProblem[]): Array<[number, string, string]> {
   return problems.map((p) => [p.line, p.severity, p.message])
 }
+
+t.test('every parameter of the table is known to lint; any other is warned about, naming them all', async (t) => {
+  const known = [...knownParameterNames(), ...legacyParameterNames()]
+  t.ok(known.length >= 15, `parameters: ${known.join(', ')}`)
+  const params = PARAMETERS.flatMap((p) =>
+    p.names.map((name) => `    ${name}: ${p.key === 'objects' ? "'- {objectName: a, secretPath: s}'" : 'x'}`),
+  )
+  const everyName = lintYaml(SPC(params.join('\n')), 'f', { vaultDefaults: WITH_ADDRESS })
+  t.same(
+    everyName.problems.filter((p) => p.code === 'UNKNOWN_PARAMETER'),
+    [],
+    'no table name is unknown',
+  )
+  const typo = lintYaml(
+    SPC("    roleName: app\n    rolename: app\n    objects: '- {objectName: a, secretPath: s}'"),
+    'f',
+    {
+      vaultDefaults: WITH_ADDRESS,
+    },
+  )
+  t.same(
+    typo.problems.map((p) => [p.code, p.parameter, p.message]),
+    [
+      [
+        'UNKNOWN_PARAMETER',
+        'rolename',
+        `parameter "rolename" is not read by the provider (a misspelling? known parameters: ${knownParameterNames().join(', ')})`,
+      ],
+    ],
+  )
+  for (const legacy of legacyParameterNames())
+    t.notOk(knownParameterNames().includes(legacy), `${legacy} is not listed`)
+})
 
 t.test('lintYaml: lines in the file, the Mount’s messages, and what only the API server refuses', async (t) => {
   const text = [
