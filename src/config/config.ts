@@ -12,6 +12,7 @@
  * values as given.
  */
 import { parseArgs } from 'node:util'
+import { flag, FLAGS, type FlagName } from './flags.js'
 import { normaliseAuthMount, normaliseVaultAddress } from './vault-address.js'
 
 export const DEFAULT_ENDPOINT = '/var/run/secrets-store-csi-providers/vault.sock'
@@ -122,40 +123,10 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const FLAG_SPEC = {
-  endpoint: { type: 'string' },
-  'log-level': { type: 'string' },
-  'health-addr': { type: 'string' },
-  'hmac-secret-name': { type: 'string' },
-  'hmac-key-file': { type: 'string' },
-  'cache-size': { type: 'string' },
-  'mount-timeout': { type: 'string' },
-  'vault-addr-allowlist': { type: 'string' },
-  'vault-idle-connection-timeout': { type: 'string' },
-  'max-response-size': { type: 'string' },
-  'max-objects-size': { type: 'string' },
-  'max-vault-response-size': { type: 'string' },
-  'max-mount-bytes': { type: 'string' },
-  'max-node-mount-bytes': { type: 'string' },
-  'max-tls-file-size': { type: 'string' },
-  'tls-file-dirs': { type: 'string' },
-  'token-request-audiences': { type: 'string' },
-  'identity-scope': { type: 'string' },
-  'static-freshness': { type: 'string' },
-  'identity-idle-timeout': { type: 'string' },
-  'vault-addr': { type: 'string' },
-  'vault-mount': { type: 'string' },
-  'vault-namespace': { type: 'string' },
-  'vault-tls-ca-cert': { type: 'string' },
-  'vault-tls-ca-directory': { type: 'string' },
-  'vault-tls-server-name': { type: 'string' },
-  'vault-tls-client-cert': { type: 'string' },
-  'vault-tls-client-key': { type: 'string' },
-  'kube-api-url': { type: 'string' },
-  'kube-service-account-dir': { type: 'string' },
-} as const
-
-type FlagName = keyof typeof FLAG_SPEC
+/** parseArgs' options: every string flag of the table (boolean ones are read before it runs). */
+const STRING_FLAG_OPTIONS: Record<string, { type: 'string' }> = Object.fromEntries(
+  FLAGS.filter((f) => f.kind === 'string').map((f) => [f.name, { type: 'string' }]),
+)
 
 /**
  * Go's flag package takes `-name`, `--name`, `-name=value` and, for booleans,
@@ -170,7 +141,7 @@ function normaliseGoFlags(argv: readonly string[]): string[] {
 
 // Go bool flags: bare (`-debug`) means true, `-debug=false` is allowed, and
 // the last occurrence wins. parseArgs knows none of that; resolve them here.
-const BOOL_FLAGS = new Set(['debug', 'version', 'vault-tls-skip-verify', 'share-dynamic-secrets'])
+const BOOL_FLAGS: ReadonlySet<string> = new Set(FLAGS.filter((f) => f.kind === 'boolean').map((f) => f.name))
 
 function extractBoolFlags(argv: string[]): { argv: string[]; bools: Map<string, boolean> } {
   const bools = new Map<string, boolean>()
@@ -364,7 +335,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
   let values: Partial<Record<FlagName, string>>
   try {
-    ;({ values } = parseArgs({ args, options: FLAG_SPEC, strict: true, allowPositionals: false }))
+    ;({ values } = parseArgs({ args, options: STRING_FLAG_OPTIONS, strict: true, allowPositionals: false }))
   } catch (err) {
     throw new ConfigError((err as Error).message)
   }
@@ -372,8 +343,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     const v = values[name]
     return typeof v === 'string' ? v : undefined
   }
-  const envStr = (name: string): string | undefined => {
-    const v = env[name]
+  /** The environment variable the table gives the flag; an empty one counts as unset. */
+  const fromEnv = (name: FlagName): string | undefined => {
+    const variable = flag(name).env
+    const v = variable === undefined ? undefined : env[variable]
     return v === undefined || v === '' ? undefined : v
   }
 
@@ -387,11 +360,15 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return raw === undefined ? fallback : parseByteSize(raw, `-${name}`)
   }
 
-  const skipVerifyEnv = envStr('VAULT_SKIP_VERIFY')
+  const skipVerifyEnv = fromEnv('vault-tls-skip-verify')
   // Checked here so that a typo fails at start-up, not in every Mount; kept as written (Mounts normalise it).
-  const vaultAddress = str('vault-addr') ?? envStr('VAULT_ADDR')
+  const vaultAddress = str('vault-addr') ?? fromEnv('vault-addr')
   if (vaultAddress !== undefined) {
-    normaliseVaultAddress(vaultAddress, str('vault-addr') !== undefined ? '-vault-addr' : 'VAULT_ADDR', configError)
+    normaliseVaultAddress(
+      vaultAddress,
+      str('vault-addr') !== undefined ? '-vault-addr' : flag('vault-addr').env!,
+      configError,
+    )
   }
   const cacheSizeRaw = str('cache-size')
 
@@ -431,17 +408,17 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         : splitList(str('token-request-audiences')),
     vault: {
       address: vaultAddress,
-      namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),
+      namespace: str('vault-namespace') ?? fromEnv('vault-namespace'),
       authMount: parseAuthMountFlag(str('vault-mount')),
       tls: {
-        caCertPath: str('vault-tls-ca-cert') ?? envStr('VAULT_CACERT'),
-        caDirectory: str('vault-tls-ca-directory') ?? envStr('VAULT_CAPATH'),
-        serverName: str('vault-tls-server-name') ?? envStr('VAULT_TLS_SERVER_NAME'),
-        clientCertPath: str('vault-tls-client-cert') ?? envStr('VAULT_CLIENT_CERT'),
-        clientKeyPath: str('vault-tls-client-key') ?? envStr('VAULT_CLIENT_KEY'),
+        caCertPath: str('vault-tls-ca-cert') ?? fromEnv('vault-tls-ca-cert'),
+        caDirectory: str('vault-tls-ca-directory') ?? fromEnv('vault-tls-ca-directory'),
+        serverName: str('vault-tls-server-name') ?? fromEnv('vault-tls-server-name'),
+        clientCertPath: str('vault-tls-client-cert') ?? fromEnv('vault-tls-client-cert'),
+        clientKeyPath: str('vault-tls-client-key') ?? fromEnv('vault-tls-client-key'),
         skipVerify:
           bools.get('vault-tls-skip-verify') ??
-          (skipVerifyEnv === undefined ? false : parseBool(skipVerifyEnv, 'VAULT_SKIP_VERIFY')),
+          (skipVerifyEnv === undefined ? false : parseBool(skipVerifyEnv, flag('vault-tls-skip-verify').env!)),
       },
     },
     kube: {

@@ -8,6 +8,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
+import { FLAGS } from '../../src/config/flags.js'
 import { ERROR_CATALOGUE } from '../../src/errors.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { OBJECT_FIELDS } from '../../src/request/object-fields.js'
@@ -15,21 +16,20 @@ import { PARAMETERS } from '../../src/request/parameters.js'
 
 const read = (rel: string): Promise<string> => readFile(join(PACKAGE_ROOT, rel), 'utf8')
 
-/** Names matched by `pattern` (group 1) inside the block of `source` that starts at `start`. */
-function namesIn(source: string, start: string, end: string, pattern: RegExp): string[] {
-  const from = source.indexOf(start)
-  if (from === -1) throw new Error(`${start} not found`)
-  const block = source.slice(from, source.indexOf(end, from + start.length))
-  return [...block.matchAll(pattern)].map((m) => m[1]!)
-}
-
-t.test('every flag is in docs/configuration.md', async (t) => {
-  const config = await read('src/config/config.ts')
+t.test('every flag and its environment variable are in docs/configuration.md and the README', async (t) => {
   const doc = await read('docs/configuration.md')
-  const strings = namesIn(config, 'const FLAG_SPEC = {', '} as const', /'?([a-z][a-z-]*)'?: \{ type: 'string' \}/g)
-  const bools = namesIn(config, 'const BOOL_FLAGS = new Set([', '])', /'([a-z-]+)'/g)
-  t.ok(strings.length >= 15 && bools.length >= 3, `flags found: ${[...strings, ...bools].join(', ')}`)
-  for (const flag of [...strings, ...bools]) t.match(doc, `\`-${flag}\``, `-${flag} documented`)
+  const readme = await read('README.md')
+  t.ok(FLAGS.length >= 30, `${FLAGS.length} flags`)
+  for (const flag of FLAGS) {
+    t.ok(doc.includes(`\`-${flag.name}\``), `-${flag.name} in docs/configuration.md`)
+    t.ok(readme.includes(`\`-${flag.name}\``), `-${flag.name} in README.md`)
+  }
+  const variables = FLAGS.flatMap((f) => (f.env === undefined ? [] : [f.env]))
+  t.ok(variables.length >= 8, `variables: ${variables.join(', ')}`)
+  for (const variable of variables) {
+    t.ok(doc.includes(`\`${variable}\``), `${variable} in docs/configuration.md`)
+    t.ok(readme.includes(`\`${variable}\``), `${variable} in README.md`)
+  }
 })
 
 t.test('every SecretProviderClass parameter is in docs/configuration.md and the README', async (t) => {
