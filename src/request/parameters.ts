@@ -2,7 +2,13 @@
  * The SecretProviderClass parameters: the one list the Mount's parser (parse-request.ts), the
  * linter (lint/spc-lint.ts) and the docs test read. A parameter not listed here is not read by
  * anything; listing one here without reading it in parse-request.ts fails its unit test.
+ *
+ * Each flavour (config/flavour.ts) has its own names for a parameter, in precedence order:
+ * vault-csi-provider's (`vaultAddress`) for `provider: vault`; openbao-csi-provider's for
+ * `provider: openbao`, which tries the prefixes `bao`, `openbao` and `vault` in that order
+ * (`baoAddress` before `openbaoAddress` before `vaultAddress`; for the role, `roleName` last).
  */
+import type { ProviderFlavour } from '../config/flavour.js'
 
 /** Names (role, audience, namespace, auth mount, TLS server name): Vault and Kubernetes names are far shorter. */
 export const MAX_NAME_PARAMETER_CHARS = 256
@@ -33,8 +39,8 @@ export type ParameterKey =
 
 export interface ParameterSpec {
   readonly key: ParameterKey
-  /** The names a SecretProviderClass may give it. */
-  readonly names: readonly string[]
+  /** The names a SecretProviderClass may give it, per flavour; when several are set, the first wins. */
+  readonly names: Readonly<Record<ProviderFlavour, readonly string[]>>
   readonly kind: ParameterKind
   /**
    * Longest value accepted, in characters, checked before any parameter is used or logged (a
@@ -47,35 +53,45 @@ export interface ParameterSpec {
   readonly meaning: string
 }
 
+/** A vault-csi-provider name `vault<Suffix>` and openbao-csi-provider's names for the same parameter. */
+function prefixed(suffix: string): Record<ProviderFlavour, readonly string[]> {
+  return { vault: [`vault${suffix}`], openbao: [`bao${suffix}`, `openbao${suffix}`, `vault${suffix}`] }
+}
+
+/** A name both reference providers use as it is. */
+function plain(name: string): Record<ProviderFlavour, readonly string[]> {
+  return { vault: [name], openbao: [name] }
+}
+
 /** In the order the linter lists them and the parser checks their lengths. */
 export const PARAMETERS: readonly ParameterSpec[] = [
   {
     key: 'roleName',
-    names: ['roleName'],
+    names: { vault: ['roleName'], openbao: ['baoRoleName', 'openbaoRoleName', 'vaultRoleName', 'roleName'] },
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
-    meaning: 'the Vault role the pod logs in with (required)',
+    meaning: 'the role the pod logs in with (required)',
   },
   {
     key: 'address',
-    names: ['vaultAddress'],
+    names: prefixed('Address'),
     kind: 'address',
     maxChars: MAX_ADDRESS_PARAMETER_CHARS,
     legacy: false,
-    meaning: 'the Vault address, instead of the provider flag -vault-addr',
+    meaning: 'the server address, instead of the provider flag -vault-addr',
   },
   {
     key: 'namespace',
-    names: ['vaultNamespace'],
+    names: prefixed('Namespace'),
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
-    meaning: 'the Vault namespace of the login and every read',
+    meaning: 'the namespace of the login and every read',
   },
   {
     key: 'authMountPath',
-    names: ['vaultAuthMountPath'],
+    names: prefixed('AuthMountPath'),
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
@@ -83,7 +99,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'kubernetesMountPath',
-    names: ['vaultKubernetesMountPath'],
+    names: prefixed('KubernetesMountPath'),
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
@@ -91,7 +107,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'audience',
-    names: ['audience'],
+    names: plain('audience'),
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
@@ -99,15 +115,15 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'skipTlsVerify',
-    names: ['vaultSkipTLSVerify'],
+    names: prefixed('SkipTLSVerify'),
     kind: 'boolean',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
-    meaning: "do not verify Vault's certificate (Go's spellings of true and false)",
+    meaning: "do not verify the server's certificate (Go's spellings of true and false)",
   },
   {
     key: 'caCertPath',
-    names: ['vaultCACertPath'],
+    names: prefixed('CACertPath'),
     kind: 'path',
     maxChars: MAX_PATH_PARAMETER_CHARS,
     legacy: false,
@@ -115,7 +131,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'caDirectory',
-    names: ['vaultCADirectory'],
+    names: prefixed('CADirectory'),
     kind: 'path',
     maxChars: MAX_PATH_PARAMETER_CHARS,
     legacy: false,
@@ -123,7 +139,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'tlsServerName',
-    names: ['vaultTLSServerName'],
+    names: prefixed('TLSServerName'),
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
@@ -131,7 +147,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'tlsClientCertPath',
-    names: ['vaultTLSClientCertPath'],
+    names: prefixed('TLSClientCertPath'),
     kind: 'path',
     maxChars: MAX_PATH_PARAMETER_CHARS,
     legacy: false,
@@ -139,7 +155,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'tlsClientKeyPath',
-    names: ['vaultTLSClientKeyPath'],
+    names: prefixed('TLSClientKeyPath'),
     kind: 'path',
     maxChars: MAX_PATH_PARAMETER_CHARS,
     legacy: false,
@@ -147,7 +163,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'objects',
-    names: ['objects'],
+    names: plain('objects'),
     kind: 'objects',
     maxChars: undefined,
     legacy: false,
@@ -155,7 +171,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'kubernetesServiceAccountPath',
-    names: ['kubernetesServiceAccountPath'],
+    names: plain('kubernetesServiceAccountPath'),
     kind: 'path',
     maxChars: undefined,
     legacy: true,
@@ -163,7 +179,7 @@ export const PARAMETERS: readonly ParameterSpec[] = [
   },
   {
     key: 'caPem',
-    names: ['vaultCAPem'],
+    names: plain('vaultCAPem'),
     kind: 'pem',
     maxChars: undefined,
     legacy: true,
@@ -180,14 +196,19 @@ export function parameter(key: ParameterKey): ParameterSpec {
   return spec
 }
 
-/** Every name a Mount reads (legacy ones aside), in the table's order. */
-export function knownParameterNames(): string[] {
-  return PARAMETERS.filter((p) => !p.legacy).flatMap((p) => p.names)
+/** Every name a Mount of the flavour reads (legacy ones aside), in the table's order. */
+export function knownParameterNames(flavour: ProviderFlavour = 'vault'): string[] {
+  return PARAMETERS.filter((p) => !p.legacy).flatMap((p) => p.names[flavour])
 }
 
 /** Names accepted and ignored. */
-export function legacyParameterNames(): string[] {
-  return PARAMETERS.filter((p) => p.legacy).flatMap((p) => p.names)
+export function legacyParameterNames(flavour: ProviderFlavour = 'vault'): string[] {
+  return PARAMETERS.filter((p) => p.legacy).flatMap((p) => p.names[flavour])
+}
+
+/** The table's entry a name of the flavour belongs to; undefined for a name it does not read. */
+export function parameterNamed(name: string, flavour: ProviderFlavour = 'vault'): ParameterSpec | undefined {
+  return PARAMETERS.find((p) => p.names[flavour].includes(name))
 }
 
 /** A parameter as a SecretProviderClass gives it: the name it used and the value. */
@@ -197,11 +218,15 @@ export interface GivenParameter {
 }
 
 /**
- * The parameter's value and the name it was given under: the first of its names whose value is
- * not empty (a volumeAttribute left blank means "not set"); undefined when none is.
+ * The parameter's value and the name it was given under: the first of the flavour's names whose
+ * value is not empty (a volumeAttribute left blank means "not set"); undefined when none is.
  */
-export function readParameter(attrs: ReadonlyMap<string, string>, key: ParameterKey): GivenParameter | undefined {
-  for (const name of parameter(key).names) {
+export function readParameter(
+  attrs: ReadonlyMap<string, string>,
+  key: ParameterKey,
+  flavour: ProviderFlavour = 'vault',
+): GivenParameter | undefined {
+  for (const name of parameter(key).names[flavour]) {
     const value = attrs.get(name)
     if (value !== undefined && value !== '') return { name, value }
   }

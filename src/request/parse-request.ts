@@ -7,6 +7,8 @@
  * writes them last.
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
+import { envAsIn, flagAsIn } from '../config/flags.js'
+import { DEFAULT_FLAVOUR, FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
 import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
@@ -15,7 +17,8 @@ import type { MountSpec, PodIdentity, PodToken, SecretObject, VaultConnection } 
 
 export { MAX_ADDRESS_PARAMETER_CHARS, MAX_NAME_PARAMETER_CHARS, MAX_PATH_PARAMETER_CHARS } from './parameters.js'
 
-export const DEFAULT_AUDIENCE = 'vault'
+/** The vault flavour's default audience (each flavour's is FLAVOURS[flavour].defaultAudience). */
+export const DEFAULT_AUDIENCE = FLAVOURS.vault.defaultAudience
 export const DEFAULT_FILE_MODE = 0o644
 export const MAX_ATTRIBUTES_BYTES = 1024 * 1024
 export const MAX_ATTRIBUTE_COUNT = 512
@@ -39,11 +42,11 @@ const IDENTITY_ATTRIBUTES = [
 ]
 
 /** Every bounded attribute within its limit, before any of them is used or logged. */
-function checkLengths(attrs: Map<string, string>): void {
+function checkLengths(attrs: Map<string, string>, flavour: ProviderFlavour): void {
   for (const spec of PARAMETERS) {
     const max = spec.maxChars
     if (max === undefined) continue
-    for (const name of spec.names) {
+    for (const name of spec.names[flavour]) {
       const value = attrs.get(name)
       if (value !== undefined && value.length > max) {
         throw new ProviderError('BAD_PARAMETER', `parameter ${q(name)} is longer than ${max} characters`)
@@ -176,9 +179,9 @@ export function parseVaultAddress(raw: string, what: string): string {
   return normaliseVaultAddress(raw, what, (message) => new ProviderError('BAD_PARAMETER', message))
 }
 
-function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): string {
-  const a = readParameter(attrs, 'authMountPath')
-  const b = readParameter(attrs, 'kubernetesMountPath')
+function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string, flavour: ProviderFlavour): string {
+  const a = readParameter(attrs, 'authMountPath', flavour)
+  const b = readParameter(attrs, 'kubernetesMountPath', flavour)
   if (a !== undefined && b !== undefined) {
     throw new ProviderError(
       'BAD_PARAMETER',
@@ -187,7 +190,7 @@ function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): s
   }
   const given = a ?? b
   const raw = given?.value ?? fallback
-  const which = given?.name ?? '-vault-mount'
+  const which = given?.name ?? flagAsIn('vault-mount', flavour)
   const mount = normaliseAuthMount(raw)
   if (mount === undefined) {
     throw new ProviderError(
@@ -198,16 +201,20 @@ function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): s
   return mount
 }
 
-/** The name an error gives a parameter: the one the class used, else its first name. */
-function shownName(attrs: ReadonlyMap<string, string>, key: ParameterKey): string {
-  return readParameter(attrs, key)?.name ?? parameter(key).names[0]!
+/** The name an error gives a parameter: the one the class used, else the flavour's first name. */
+function shownName(attrs: ReadonlyMap<string, string>, key: ParameterKey, flavour: ProviderFlavour): string {
+  return readParameter(attrs, key, flavour)?.name ?? parameter(key).names[flavour][0]!
 }
 
-function parseTls(attrs: ReadonlyMap<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
+function parseTls(
+  attrs: ReadonlyMap<string, string>,
+  defaults: VaultTlsConfig,
+  flavour: ProviderFlavour,
+): VaultTlsConfig {
   const pick = (key: ParameterKey, fallback: string | undefined): string | undefined =>
-    readParameter(attrs, key)?.value ?? fallback
+    readParameter(attrs, key, flavour)?.value ?? fallback
   let skipVerify = defaults.skipVerify
-  const skip = readParameter(attrs, 'skipTlsVerify')
+  const skip = readParameter(attrs, 'skipTlsVerify', flavour)
   if (skip !== undefined) {
     try {
       skipVerify = parseBool(skip.value, `parameter ${q(skip.name)}`)
@@ -224,32 +231,38 @@ function parseTls(attrs: ReadonlyMap<string, string>, defaults: VaultTlsConfig):
     skipVerify,
   }
   if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
-    const cert = shownName(attrs, 'tlsClientCertPath')
-    const key = shownName(attrs, 'tlsClientKeyPath')
+    const cert = shownName(attrs, 'tlsClientCertPath', flavour)
+    const key = shownName(attrs, 'tlsClientKeyPath', flavour)
     throw new ProviderError('BAD_PARAMETER', `parameters ${q(cert)} and ${q(key)} go together: set both or neither`)
   }
   return tls
 }
 
-/** The Mount's Vault address: parameter vaultAddress, else -vault-addr / VAULT_ADDR. */
-function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string {
-  const given = readParameter(attrs, 'address')
+/** The Mount's server address: the address parameter, else -vault-addr / VAULT_ADDR (or their OpenBao names). */
+function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults, flavour: ProviderFlavour): string {
+  const given = readParameter(attrs, 'address', flavour)
   const addressRaw = given?.value ?? defaults.address
+  const product = FLAVOURS[flavour].product
   if (addressRaw === undefined) {
+    const name = parameter('address').names[flavour][0]!
     throw new ProviderError(
       'BAD_PARAMETER',
-      `no Vault address: set parameter ${q(parameter('address').names[0]!)} or the provider flag -vault-addr / VAULT_ADDR`,
+      `no ${product} address: set parameter ${q(name)} or the provider flag ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}`,
     )
   }
-  return parseVaultAddress(addressRaw, given ? `parameter ${q(given.name)}` : 'Vault address')
+  return parseVaultAddress(addressRaw, given ? `parameter ${q(given.name)}` : `${product} address`)
 }
 
-function parseNamespace(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string | undefined {
-  return readParameter(attrs, 'namespace')?.value ?? defaults.namespace
+function parseNamespace(
+  attrs: ReadonlyMap<string, string>,
+  defaults: VaultDefaults,
+  flavour: ProviderFlavour,
+): string | undefined {
+  return readParameter(attrs, 'namespace', flavour)?.value ?? defaults.namespace
 }
 
-function parseAudience(attrs: ReadonlyMap<string, string>): string {
-  return readParameter(attrs, 'audience')?.value ?? DEFAULT_AUDIENCE
+function parseAudience(attrs: ReadonlyMap<string, string>, flavour: ProviderFlavour): string {
+  return readParameter(attrs, 'audience', flavour)?.value ?? FLAVOURS[flavour].defaultAudience
 }
 
 /** Where and how a Mount logs in to Vault, as a SecretProviderClass and the provider's flags say. */
@@ -266,18 +279,24 @@ export interface VaultSettings {
  * SecretProviderClass `parameters` would use: the same functions, defaults
  * and errors as parseMountRequest (for `doctor`, which checks what a Mount
  * would meet). Throws a BAD_PARAMETER ProviderError for a bad parameter.
+ * `flavour`: whose parameter names and defaults apply (the class's provider).
  */
 export function parseVaultSettings(
   parameters: Readonly<Record<string, string>>,
   defaults: VaultDefaults,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): VaultSettings {
   const attrs: ReadonlyMap<string, string> = new Map(Object.entries(parameters))
-  const address = parseAddress(attrs, defaults)
+  const address = parseAddress(attrs, defaults, flavour)
   return {
-    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
-    authMount: parseAuthMount(attrs, defaults.authMount),
-    audience: parseAudience(attrs),
-    roleName: readParameter(attrs, 'roleName')?.value,
+    vault: {
+      address,
+      namespace: parseNamespace(attrs, defaults, flavour),
+      tls: parseTls(attrs, defaults.tls, flavour),
+    },
+    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
+    audience: parseAudience(attrs, flavour),
+    roleName: readParameter(attrs, 'roleName', flavour)?.value,
   }
 }
 
@@ -287,12 +306,14 @@ export type ObjectsParser = (text: string) => SecretObject[]
 /**
  * `parseObjectsText` is injected by the composition root (a byte-bounded cache
  * owned by the MountService); without it every call parses with the default
- * -max-objects-size.
+ * -max-objects-size. `flavour`: whose parameter names and defaults apply, that
+ * is which reference provider the socket the driver called stands for.
  */
 export function parseMountRequest(
   raw: RawMountRequest,
   defaults: VaultDefaults,
   parseObjectsText: ObjectsParser = (text) => parseObjects(text),
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): MountSpec {
   if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
     throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
@@ -300,16 +321,20 @@ export function parseMountRequest(
   const attrs = parseStringMap(raw.attributes, 'attributes')
   const secrets = parseSecrets(raw.secrets)
   const defaultMode = parsePermission(raw.permission)
-  checkLengths(attrs)
+  checkLengths(attrs, flavour)
 
-  const roleName = readParameter(attrs, 'roleName')?.value
+  // Every flavour accepts the plain name `roleName`: the one the message suggests.
+  const roleName = readParameter(attrs, 'roleName', flavour)?.value
   if (roleName === undefined) {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "roleName" is required: the Vault role the pod logs in with')
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `parameter "roleName" is required: the ${FLAVOURS[flavour].product} role the pod logs in with`,
+    )
   }
 
-  const address = parseAddress(attrs, defaults)
+  const address = parseAddress(attrs, defaults, flavour)
 
-  const objectsText = readParameter(attrs, 'objects')?.value
+  const objectsText = readParameter(attrs, 'objects', flavour)?.value
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }
@@ -323,9 +348,13 @@ export function parseMountRequest(
     pod: parsePod(attrs),
     secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
     roleName,
-    authMount: parseAuthMount(attrs, defaults.authMount),
-    audience: parseAudience(attrs),
-    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
+    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
+    audience: parseAudience(attrs, flavour),
+    vault: {
+      address,
+      namespace: parseNamespace(attrs, defaults, flavour),
+      tls: parseTls(attrs, defaults.tls, flavour),
+    },
     objects,
     defaultMode,
     podTokens,

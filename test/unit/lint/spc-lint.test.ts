@@ -129,7 +129,7 @@ t.test('every parameter of the table is known to lint; any other is warned about
   const known = [...knownParameterNames(), ...legacyParameterNames()]
   t.ok(known.length >= 15, `parameters: ${known.join(', ')}`)
   const params = PARAMETERS.flatMap((p) =>
-    p.names.map((name) => `    ${name}: ${p.key === 'objects' ? "'- {objectName: a, secretPath: s}'" : 'x'}`),
+    p.names.vault.map((name) => `    ${name}: ${p.key === 'objects' ? "'- {objectName: a, secretPath: s}'" : 'x'}`),
   )
   const everyName = lintYaml(SPC(params.join('\n')), 'f', { vaultDefaults: WITH_ADDRESS })
   t.same(

@@ -1,8 +1,10 @@
-// The parameter table is what the Mount's parser reads: every name of every entry changes what a
-// Mount does (or, for legacy names, is accepted and changes nothing), every bounded one is
-// refused past its limit under each of its names, and a name outside the table is ignored.
+// The parameter table is what the Mount's parser reads, for each flavour: every name of every
+// entry changes what a Mount does (or, for legacy names, is accepted and changes nothing), every
+// bounded one is refused past its limit under each of its names, and a name outside the table is
+// ignored.
 import t from 'tap'
 import type { VaultDefaults } from '../../../src/config/config.js'
+import { PROVIDER_FLAVOURS, type ProviderFlavour } from '../../../src/config/flavour.js'
 import { ProviderError } from '../../../src/errors.js'
 import {
   knownParameterNames,
@@ -29,10 +31,12 @@ const BASE: Record<string, string> = {
   objects: '- {objectName: base, secretPath: secret/data/base}',
 }
 
-function mount(extra: Record<string, string>): MountSpec {
+function mount(extra: Record<string, string>, flavour: ProviderFlavour = 'vault'): MountSpec {
   return parseMountRequest(
     { attributes: JSON.stringify({ ...BASE, ...extra }), secrets: 'null', permission: '420' },
     DEFAULTS,
+    undefined,
+    flavour,
   )
 }
 
@@ -59,50 +63,72 @@ const EFFECTS: Record<ParameterKey, { value: string; read: (s: MountSpec) => unk
   caPem: undefined,
 }
 
-t.test('every name of every parameter is read by a Mount', async (t) => {
+t.test('every name of every parameter is read by a Mount of its flavour', async (t) => {
   const read = PARAMETERS.filter((p) => !p.legacy)
   t.same(
     PARAMETERS.filter((p) => EFFECTS[p.key] !== undefined).map((p) => p.key),
     read.map((p) => p.key),
     'the entries with an effect are the ones not legacy',
   )
-  for (const spec of read) {
-    const effect = EFFECTS[spec.key]!
-    for (const name of spec.names)
-      t.same(effect.read(mount({ [name]: effect.value })), effect.expect, `${name} sets ${spec.key}`)
+  for (const flavour of PROVIDER_FLAVOURS) {
+    for (const spec of read) {
+      const effect = EFFECTS[spec.key]!
+      for (const name of spec.names[flavour]) {
+        t.same(
+          effect.read(mount({ [name]: effect.value }, flavour)),
+          effect.expect,
+          `${flavour}: ${name} sets ${spec.key}`,
+        )
+      }
+    }
   }
 })
 
 t.test('legacy parameters are accepted and ignored', async (t) => {
-  const base = mount({})
   const legacy = PARAMETERS.filter((p) => p.legacy)
   t.ok(legacy.length >= 2)
-  for (const spec of legacy) {
-    for (const name of spec.names) t.same(mount({ [name]: '/var/run/secrets/anything' }), base, `${name} ignored`)
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const base = mount({}, flavour)
+    for (const spec of legacy) {
+      for (const name of spec.names[flavour]) {
+        t.same(mount({ [name]: '/var/run/secrets/anything' }, flavour), base, `${flavour}: ${name} ignored`)
+      }
+    }
   }
 })
 
 t.test('every bounded parameter is refused past its limit, under each of its names', async (t) => {
   const bounded = PARAMETERS.filter((p) => p.maxChars !== undefined)
   t.ok(bounded.length >= 12, `${bounded.length} bounded parameters`)
-  for (const spec of bounded) {
-    for (const name of spec.names) {
-      const err = thrown(() => mount({ [name]: 'x'.repeat(spec.maxChars! + 1) }), ProviderError)
-      t.equal(err.code, 'BAD_PARAMETER', name)
-      t.equal(err.message, `parameter ${JSON.stringify(name)} is longer than ${spec.maxChars} characters`)
+  for (const flavour of PROVIDER_FLAVOURS) {
+    for (const spec of bounded) {
+      for (const name of spec.names[flavour]) {
+        const err = thrown(() => mount({ [name]: 'x'.repeat(spec.maxChars! + 1) }, flavour), ProviderError)
+        t.equal(err.code, 'BAD_PARAMETER', name)
+        t.equal(err.message, `parameter ${JSON.stringify(name)} is longer than ${spec.maxChars} characters`)
+      }
     }
   }
 })
 
-t.test('a name outside the table changes nothing', async (t) => {
-  const base = mount({})
-  for (const name of ['vaultAdress', 'rolename', 'baoAddress', 'vaultRoleName', 'namespace']) {
-    t.notOk([...knownParameterNames(), ...legacyParameterNames()].includes(name), `${name} is not in the table`)
-    t.same(mount({ [name]: 'https://other.example:8200' }), base, `${name} is ignored`)
+t.test('a name outside the flavour’s table changes nothing', async (t) => {
+  const outside: Record<ProviderFlavour, string[]> = {
+    vault: ['vaultAdress', 'rolename', 'baoAddress', 'openbaoNamespace', 'vaultRoleName', 'namespace'],
+    openbao: ['baoAdress', 'rolename', 'baoRolename', 'BaoAddress', 'namespace', 'openBaoNamespace'],
+  }
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const base = mount({}, flavour)
+    const table = [...knownParameterNames(flavour), ...legacyParameterNames(flavour)]
+    for (const name of outside[flavour]) {
+      t.notOk(table.includes(name), `${flavour}: ${name} is not in the table`)
+      t.same(mount({ [name]: 'https://other.example:8200' }, flavour), base, `${flavour}: ${name} is ignored`)
+    }
   }
 })
 
-t.test('names are unique across the table', async (t) => {
-  const names = [...knownParameterNames(), ...legacyParameterNames()]
-  t.equal(new Set(names).size, names.length)
+t.test('names are unique within a flavour', async (t) => {
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const names = [...knownParameterNames(flavour), ...legacyParameterNames(flavour)]
+    t.equal(new Set(names).size, names.length, flavour)
+  }
 })
