@@ -8,11 +8,12 @@ import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
-import { FLAGS } from '../../src/config/flags.js'
+import { envAsIn, flagAsIn, FLAGS } from '../../src/config/flags.js'
+import { FLAVOURS, PROVIDER_FLAVOURS } from '../../src/config/flavour.js'
 import { ERROR_CATALOGUE } from '../../src/errors.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { OBJECT_FIELDS } from '../../src/request/object-fields.js'
-import { PARAMETERS } from '../../src/request/parameters.js'
+import { parameter, PARAMETERS } from '../../src/request/parameters.js'
 
 const read = (rel: string): Promise<string> => readFile(join(PACKAGE_ROOT, rel), 'utf8')
 
@@ -24,6 +25,12 @@ t.test('every flag and its environment variable are in docs/configuration.md and
     t.ok(doc.includes(`\`-${flag.name}\``), `-${flag.name} in docs/configuration.md`)
     t.ok(readme.includes(`\`-${flag.name}\``), `-${flag.name} in README.md`)
   }
+  // OpenBao's names of the same settings: in docs/configuration.md.
+  const openbaoFlags = FLAGS.flatMap((f) => (f.openbaoName === undefined ? [] : [f.openbaoName]))
+  const openbaoVariables = FLAGS.flatMap((f) => (f.openbaoEnv === undefined ? [] : [f.openbaoEnv]))
+  t.ok(openbaoFlags.length >= 9 && openbaoVariables.length >= 8, 'OpenBao flags and variables')
+  for (const name of openbaoFlags) t.ok(doc.includes(`\`-${name}\``), `-${name} in docs/configuration.md`)
+  for (const name of openbaoVariables) t.ok(doc.includes(`\`${name}\``), `${name} in docs/configuration.md`)
   const variables = FLAGS.flatMap((f) => (f.env === undefined ? [] : [f.env]))
   t.ok(variables.length >= 8, `variables: ${variables.join(', ')}`)
   for (const variable of variables) {
@@ -36,11 +43,35 @@ t.test('every SecretProviderClass parameter is in docs/configuration.md and the 
   const doc = await read('docs/configuration.md')
   const readme = await read('README.md')
   t.ok(PARAMETERS.length >= 15, `${PARAMETERS.length} parameters`)
-  for (const spec of PARAMETERS) {
-    for (const name of spec.names.vault) {
-      t.ok(doc.includes(`\`${name}\``), `parameter ${name} in docs/configuration.md`)
-      t.ok(readme.includes(`\`${name}\``), `parameter ${name} in README.md`)
+  for (const flavour of PROVIDER_FLAVOURS) {
+    for (const name of PARAMETERS.flatMap((p) => p.names[flavour])) {
+      t.ok(doc.includes(`\`${name}\``), `${flavour} parameter ${name} in docs/configuration.md`)
     }
+  }
+  // The README has vault-csi-provider's names; docs/configuration.md OpenBao's too.
+  for (const name of PARAMETERS.flatMap((p) => p.names.vault)) {
+    t.ok(readme.includes(`\`${name}\``), `parameter ${name} in README.md`)
+  }
+})
+
+t.test('docs/configuration.md has the table of where the two references differ', async (t) => {
+  const doc = await read('docs/configuration.md')
+  const heading = '### Where the two references differ'
+  t.ok(doc.includes(heading), heading)
+  const section = doc.slice(doc.indexOf(heading), doc.indexOf('\n## ', doc.indexOf(heading)))
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const facts = FLAVOURS[flavour]
+    const expected = [
+      `\`provider: ${facts.provider}\``,
+      `\`${facts.reference}\``,
+      `\`${facts.socketName}\``,
+      `\`${facts.defaultAudience}\``,
+      `\`${facts.defaultHmacSecretName}\``,
+      `\`${parameter('address').names[flavour][0]}\``,
+      `\`${flagAsIn('vault-addr', flavour)}\``,
+      `\`${envAsIn('vault-addr', flavour)}\``,
+    ]
+    for (const text of expected) t.ok(section.includes(text), `${flavour}: ${text}`)
   }
 })
 
