@@ -367,7 +367,7 @@ function environmentFix(spec: FlagSpec): string {
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
-  let values: Partial<Record<FlagName, string>>
+  let values: Partial<Record<string, unknown>>
   try {
     ;({ values } = parseArgs({ args, options: STRING_FLAG_OPTIONS, strict: true, allowPositionals: false }))
   } catch (err) {
@@ -378,17 +378,20 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return typeof v === 'string' ? v : undefined
   }
   const givenFlag = (name: string | undefined): Sourced<string> | undefined => {
-    const v = name === undefined ? undefined : values[name as FlagName]
+    if (name === undefined) return undefined
+    const v = values[name]
     return typeof v === 'string' ? { value: v, from: `-${name}` } : undefined
   }
   const givenBool = (name: string | undefined): Sourced<boolean> | undefined => {
-    const v = name === undefined ? undefined : bools.get(name)
+    if (name === undefined) return undefined
+    const v = bools.get(name)
     return v === undefined ? undefined : { value: v, from: `-${name}` }
   }
   /** An environment variable; an empty one counts as unset. */
   const givenEnv = (variable: string | undefined): Sourced<string> | undefined => {
-    const v = variable === undefined ? undefined : env[variable]
-    return v === undefined || v === '' ? undefined : { value: v, from: variable! }
+    if (variable === undefined) return undefined
+    const v = env[variable]
+    return v === undefined || v === '' ? undefined : { value: v, from: variable }
   }
   const givenEnvBool = (variable: string | undefined): Sourced<boolean> | undefined => {
     const raw = givenEnv(variable)
