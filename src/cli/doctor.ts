@@ -20,6 +20,8 @@ import { ProviderError } from '../errors.js'
 import { HMAC_KEY_BYTES, HMAC_SECRET_KEY } from '../hmac/hmac-key.js'
 import { KubeClient } from '../kube/client.js'
 import { isProviderError } from '../errors.js'
+import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
+import { readParameter } from '../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../request/parse-request.js'
 import type { VaultConnection } from '../request/types.js'
 import { checkGrpcHealth, checkSocket, probeVaultHealth, type VaultHealth } from '../server/health.js'
@@ -626,11 +628,13 @@ export function doctorTarget(
   parameters: Readonly<Record<string, string>>,
   defaults: VaultDefaults,
   opts: Pick<DoctorOptions, 'role' | 'audience'>,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): DoctorTarget {
-  if (!parameters.vaultAddress && !defaults.address) return { kind: 'no-address' }
+  const address = readParameter(new Map(Object.entries(parameters)), 'address', flavour)
+  if (address === undefined && !defaults.address) return { kind: 'no-address' }
   let settings: VaultSettings
   try {
-    settings = parseVaultSettings(parameters, defaults)
+    settings = parseVaultSettings(parameters, defaults, flavour)
   } catch (err) {
     if (!isProviderError(err)) throw err
     return { kind: 'bad', message: err.message }
@@ -662,7 +666,8 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = []
   results.push(...(await socketChecks(opts.socket)))
 
-  const target = doctorTarget(parameters, config.vault, opts)
+  // A provider: openbao class is read with OpenBao's parameter names, as its Mounts are.
+  const target = doctorTarget(parameters, config.vault, opts, flavourOfProvider(spc?.provider) ?? DEFAULT_FLAVOUR)
   if (target.kind === 'no-address') {
     results.push({
       id: 'vault.reachable',
