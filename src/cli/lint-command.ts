@@ -13,7 +13,8 @@ import type { CommandResult } from './mount-command.js'
 
 export interface LintCommandOptions {
   json?: boolean
-  provider: string
+  /** spec.provider of the classes to check; undefined: both of ours (vault, openbao). */
+  provider?: string
   /** Daemon flags (-vault-addr, -vault-mount, TLS, -vault-addr-allowlist), read by the daemon's own parser. */
   providerFlags: string[]
 }
@@ -78,6 +79,13 @@ function lintOptions(opts: LintCommandOptions): LintOptions {
   return { vaultDefaults: config.vault, allowlist, provider: opts.provider }
 }
 
+/** ` (2 for provider vault, 1 for provider openbao)`, when any class was not for `vault`. */
+function byProvider(result: LintResult): string {
+  const counts = Object.entries(result.providers ?? {})
+  if (counts.every(([provider]) => provider === 'vault')) return ''
+  return ` (${counts.map(([provider, n]) => `${n} for provider ${provider}`).join(', ')})`
+}
+
 export async function runLintCommand(
   paths: string[],
   opts: LintCommandOptions,
@@ -106,13 +114,14 @@ export async function runLintCommand(
   const errors = problems.filter((p) => p.severity === 'error').length
   const warnings = problems.length - errors
   const exitCode = errors > 0 ? EXIT.FAILED : EXIT.OK
-  const summary = `${result.checked} SecretProviderClass${result.checked === 1 ? '' : 'es'} in ${targets.length} file${targets.length === 1 ? '' : 's'}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}${result.skipped > 0 ? ` (${result.skipped} other document${result.skipped === 1 ? '' : 's'} skipped)` : ''}\n`
+  const summary = `${result.checked} SecretProviderClass${result.checked === 1 ? '' : 'es'}${byProvider(result)} in ${targets.length} file${targets.length === 1 ? '' : 's'}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}${result.skipped > 0 ? ` (${result.skipped} other document${result.skipped === 1 ? '' : 's'} skipped)` : ''}\n`
   if (opts.json) {
     const doc = {
       ok: errors === 0,
       files: targets.length,
       checked: result.checked,
       skipped: result.skipped,
+      providers: result.providers ?? {},
       errors,
       warnings,
       problems,

@@ -192,14 +192,21 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .description('check SecretProviderClass manifests offline, the way a Mount parses them')
     .argument('<paths...>', 'YAML or Markdown files, or directories to search for them')
     .option('--json', 'machine-readable output')
-    .option('--provider <name>', 'spec.provider of the SecretProviderClasses to check', 'vault')
+    .option(
+      '--provider <name>',
+      'spec.provider of the SecretProviderClasses to check (default: vault and openbao, each with its own parameter names)',
+    )
     .option('--vault-addr-allowlist <list>', "the provider's -vault-addr-allowlist (comma-separated)")
   addProviderFlags(lint).action(async (paths: string[], opts: Record<string, unknown>) => {
     const flags = providerArgv(opts)
     if (typeof opts.vaultAddrAllowlist === 'string') flags.push(`--vault-addr-allowlist=${opts.vaultAddrAllowlist}`)
     const result = await runLintCommand(
       paths,
-      { json: opts.json === true, provider: opts.provider as string, providerFlags: flags },
+      {
+        json: opts.json === true,
+        provider: typeof opts.provider === 'string' ? opts.provider : undefined,
+        providerFlags: flags,
+      },
       style,
     )
     io.stdout.write(result.stdout)

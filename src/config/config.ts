@@ -12,10 +12,12 @@
  * values as given.
  */
 import { parseArgs } from 'node:util'
+import { flag, flagNames, FLAGS, type FlagName, type FlagSpec } from './flags.js'
+import { FLAVOURS, type ProviderFlavour } from './flavour.js'
 import { normaliseAuthMount, normaliseVaultAddress } from './vault-address.js'
 
 export const DEFAULT_ENDPOINT = '/var/run/secrets-store-csi-providers/vault.sock'
-export const DEFAULT_HMAC_SECRET_NAME = 'vault-csi-provider-hmac-key'
+export const DEFAULT_HMAC_SECRET_NAME = FLAVOURS.vault.defaultHmacSecretName
 export const DEFAULT_AUTH_MOUNT = 'kubernetes'
 export const DEFAULT_CACHE_SIZE = 1000
 export const DEFAULT_HEALTH_ADDR = ':8080'
@@ -71,7 +73,13 @@ export interface ProviderConfig {
   endpoint: string
   logLevel: LogLevel
   healthAddr: string
+  /** The Secret of the object-version key for vault.sock: hmacSecretNames.vault. */
   hmacSecretName: string
+  /**
+   * The Secret of the object-version key for each flavour: -hmac-secret-name when given, else the
+   * name the flavour's reference provider uses (vault-csi-provider-hmac-key, openbao-csi-provider-hmac-key).
+   */
+  hmacSecretNames: Readonly<Record<ProviderFlavour, string>>
   /** Local key file for object versions, for running outside Kubernetes. */
   hmacKeyFile?: string
   cacheSize: number
@@ -122,40 +130,10 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-const FLAG_SPEC = {
-  endpoint: { type: 'string' },
-  'log-level': { type: 'string' },
-  'health-addr': { type: 'string' },
-  'hmac-secret-name': { type: 'string' },
-  'hmac-key-file': { type: 'string' },
-  'cache-size': { type: 'string' },
-  'mount-timeout': { type: 'string' },
-  'vault-addr-allowlist': { type: 'string' },
-  'vault-idle-connection-timeout': { type: 'string' },
-  'max-response-size': { type: 'string' },
-  'max-objects-size': { type: 'string' },
-  'max-vault-response-size': { type: 'string' },
-  'max-mount-bytes': { type: 'string' },
-  'max-node-mount-bytes': { type: 'string' },
-  'max-tls-file-size': { type: 'string' },
-  'tls-file-dirs': { type: 'string' },
-  'token-request-audiences': { type: 'string' },
-  'identity-scope': { type: 'string' },
-  'static-freshness': { type: 'string' },
-  'identity-idle-timeout': { type: 'string' },
-  'vault-addr': { type: 'string' },
-  'vault-mount': { type: 'string' },
-  'vault-namespace': { type: 'string' },
-  'vault-tls-ca-cert': { type: 'string' },
-  'vault-tls-ca-directory': { type: 'string' },
-  'vault-tls-server-name': { type: 'string' },
-  'vault-tls-client-cert': { type: 'string' },
-  'vault-tls-client-key': { type: 'string' },
-  'kube-api-url': { type: 'string' },
-  'kube-service-account-dir': { type: 'string' },
-} as const
-
-type FlagName = keyof typeof FLAG_SPEC
+/** parseArgs' options: every name of every string flag of the table (boolean ones are read before it runs). */
+const STRING_FLAG_OPTIONS: Record<string, { type: 'string' }> = Object.fromEntries(
+  FLAGS.filter((f) => f.kind === 'string').flatMap((f) => flagNames(f).map((name) => [name, { type: 'string' }])),
+)
 
 /**
  * Go's flag package takes `-name`, `--name`, `-name=value` and, for booleans,
@@ -170,7 +148,7 @@ function normaliseGoFlags(argv: readonly string[]): string[] {
 
 // Go bool flags: bare (`-debug`) means true, `-debug=false` is allowed, and
 // the last occurrence wins. parseArgs knows none of that; resolve them here.
-const BOOL_FLAGS = new Set(['debug', 'version', 'vault-tls-skip-verify', 'share-dynamic-secrets'])
+const BOOL_FLAGS: ReadonlySet<string> = new Set(FLAGS.filter((f) => f.kind === 'boolean').flatMap(flagNames))
 
 function extractBoolFlags(argv: string[]): { argv: string[]; bools: Map<string, boolean> } {
   const bools = new Map<string, boolean>()
@@ -230,14 +208,14 @@ function parseVaultIdleConnection(raw: string | undefined): number {
   return ms
 }
 
-function parseAuthMountFlag(raw: string | undefined): string {
-  if (raw === undefined) return DEFAULT_AUTH_MOUNT
-  if (normaliseAuthMount(raw) === undefined) {
+function parseAuthMountFlag(given: Sourced<string> | undefined): string {
+  if (given === undefined) return DEFAULT_AUTH_MOUNT
+  if (normaliseAuthMount(given.value) === undefined) {
     throw new ConfigError(
-      `-vault-mount ${JSON.stringify(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
+      `${given.from} ${JSON.stringify(given.value)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
     )
   }
-  return raw
+  return given.value
 }
 
 function parseIdentityScope(raw: string | undefined): IdentityScopeName {
@@ -360,11 +338,38 @@ function nonEmpty(raw: string | undefined, what: string, fallback: string): stri
   return raw
 }
 
+/** A setting's value, and where it came from as messages name it (`-openbao-addr`, `VAULT_ADDR`). */
+interface Sourced<T> {
+  value: T
+  from: string
+}
+
+/**
+ * A setting given under this provider's name, openbao-csi-provider's, or both: two different
+ * values are refused, naming both. The process may serve both flavours from this one setting,
+ * so taking either value would send one flavour's Mounts where the operator did not mean them.
+ */
+function oneOf<T>(ours: Sourced<T> | undefined, openbao: Sourced<T> | undefined, fix: string): Sourced<T> | undefined {
+  if (ours !== undefined && openbao !== undefined && ours.value !== openbao.value) {
+    throw new ConfigError(`${ours.from} and ${openbao.from} set the same thing to different values: ${fix}`)
+  }
+  return ours ?? openbao
+}
+
+const FLAGS_FIX = 'give one of them, or the same value to both'
+
+function environmentFix(spec: FlagSpec): string {
+  const flags = flagNames(spec)
+    .map((name) => `-${name}`)
+    .join(' or ')
+  return `unset one of them or set both to the same value (the flag ${flags} overrides both)`
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ProviderConfig {
   const { argv: args, bools } = extractBoolFlags(normaliseGoFlags(argv))
-  let values: Partial<Record<FlagName, string>>
+  let values: Partial<Record<string, unknown>>
   try {
-    ;({ values } = parseArgs({ args, options: FLAG_SPEC, strict: true, allowPositionals: false }))
+    ;({ values } = parseArgs({ args, options: STRING_FLAG_OPTIONS, strict: true, allowPositionals: false }))
   } catch (err) {
     throw new ConfigError((err as Error).message)
   }
@@ -372,9 +377,36 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     const v = values[name]
     return typeof v === 'string' ? v : undefined
   }
-  const envStr = (name: string): string | undefined => {
-    const v = env[name]
-    return v === undefined || v === '' ? undefined : v
+  const givenFlag = (name: string | undefined): Sourced<string> | undefined => {
+    if (name === undefined) return undefined
+    const v = values[name]
+    return typeof v === 'string' ? { value: v, from: `-${name}` } : undefined
+  }
+  const givenBool = (name: string | undefined): Sourced<boolean> | undefined => {
+    if (name === undefined) return undefined
+    const v = bools.get(name)
+    return v === undefined ? undefined : { value: v, from: `-${name}` }
+  }
+  /** An environment variable; an empty one counts as unset. */
+  const givenEnv = (variable: string | undefined): Sourced<string> | undefined => {
+    if (variable === undefined) return undefined
+    const v = env[variable]
+    return v === undefined || v === '' ? undefined : { value: v, from: variable }
+  }
+  const givenEnvBool = (variable: string | undefined): Sourced<boolean> | undefined => {
+    const raw = givenEnv(variable)
+    return raw === undefined ? undefined : { value: parseBool(raw.value, raw.from), from: raw.from }
+  }
+  /** A setting from the flags (under either name), else from the environment (either variable). */
+  const setting = (name: FlagName): Sourced<string> | undefined => {
+    const spec = flag(name)
+    const fromFlags = oneOf(givenFlag(spec.name), givenFlag(spec.openbaoName), FLAGS_FIX)
+    return fromFlags ?? oneOf(givenEnv(spec.env), givenEnv(spec.openbaoEnv), environmentFix(spec))
+  }
+  const boolSetting = (name: FlagName): Sourced<boolean> | undefined => {
+    const spec = flag(name)
+    const fromFlags = oneOf(givenBool(spec.name), givenBool(spec.openbaoName), FLAGS_FIX)
+    return fromFlags ?? oneOf(givenEnvBool(spec.env), givenEnvBool(spec.openbaoEnv), environmentFix(spec))
   }
 
   const logLevelRaw = str('log-level') ?? (bools.get('debug') === true ? 'debug' : 'info')
@@ -387,19 +419,21 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     return raw === undefined ? fallback : parseByteSize(raw, `-${name}`)
   }
 
-  const skipVerifyEnv = envStr('VAULT_SKIP_VERIFY')
   // Checked here so that a typo fails at start-up, not in every Mount; kept as written (Mounts normalise it).
-  const vaultAddress = str('vault-addr') ?? envStr('VAULT_ADDR')
-  if (vaultAddress !== undefined) {
-    normaliseVaultAddress(vaultAddress, str('vault-addr') !== undefined ? '-vault-addr' : 'VAULT_ADDR', configError)
-  }
+  const vaultAddress = setting('vault-addr')
+  if (vaultAddress !== undefined) normaliseVaultAddress(vaultAddress.value, vaultAddress.from, configError)
+  const hmacSecretName = str('hmac-secret-name')
   const cacheSizeRaw = str('cache-size')
 
   return {
     endpoint: nonEmpty(str('endpoint'), '-endpoint', DEFAULT_ENDPOINT),
     logLevel: logLevelRaw as LogLevel,
     healthAddr: parseHealthAddr(str('health-addr')),
-    hmacSecretName: nonEmpty(str('hmac-secret-name'), '-hmac-secret-name', DEFAULT_HMAC_SECRET_NAME),
+    hmacSecretName: nonEmpty(hmacSecretName, '-hmac-secret-name', DEFAULT_HMAC_SECRET_NAME),
+    hmacSecretNames: {
+      vault: nonEmpty(hmacSecretName, '-hmac-secret-name', FLAVOURS.vault.defaultHmacSecretName),
+      openbao: nonEmpty(hmacSecretName, '-hmac-secret-name', FLAVOURS.openbao.defaultHmacSecretName),
+    },
     hmacKeyFile: str('hmac-key-file'),
     cacheSize: cacheSizeRaw === undefined ? DEFAULT_CACHE_SIZE : parseInteger(cacheSizeRaw, '-cache-size'),
     mountTimeoutMs: parseMountTimeout(str('mount-timeout')),
@@ -430,18 +464,16 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         ? [...DEFAULT_TOKEN_REQUEST_AUDIENCES]
         : splitList(str('token-request-audiences')),
     vault: {
-      address: vaultAddress,
-      namespace: str('vault-namespace') ?? envStr('VAULT_NAMESPACE'),
-      authMount: parseAuthMountFlag(str('vault-mount')),
+      address: vaultAddress?.value,
+      namespace: setting('vault-namespace')?.value,
+      authMount: parseAuthMountFlag(setting('vault-mount')),
       tls: {
-        caCertPath: str('vault-tls-ca-cert') ?? envStr('VAULT_CACERT'),
-        caDirectory: str('vault-tls-ca-directory') ?? envStr('VAULT_CAPATH'),
-        serverName: str('vault-tls-server-name') ?? envStr('VAULT_TLS_SERVER_NAME'),
-        clientCertPath: str('vault-tls-client-cert') ?? envStr('VAULT_CLIENT_CERT'),
-        clientKeyPath: str('vault-tls-client-key') ?? envStr('VAULT_CLIENT_KEY'),
-        skipVerify:
-          bools.get('vault-tls-skip-verify') ??
-          (skipVerifyEnv === undefined ? false : parseBool(skipVerifyEnv, 'VAULT_SKIP_VERIFY')),
+        caCertPath: setting('vault-tls-ca-cert')?.value,
+        caDirectory: setting('vault-tls-ca-directory')?.value,
+        serverName: setting('vault-tls-server-name')?.value,
+        clientCertPath: setting('vault-tls-client-cert')?.value,
+        clientKeyPath: setting('vault-tls-client-key')?.value,
+        skipVerify: boolSetting('vault-tls-skip-verify')?.value ?? false,
       },
     },
     kube: {

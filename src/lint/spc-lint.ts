@@ -14,29 +14,20 @@ import type { VaultDefaults } from '../config/config.js'
 import { isProviderError, q, type ErrorCode } from '../errors.js'
 import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
+import { envAsIn, flagAsIn } from '../config/flags.js'
+import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
+import {
+  knownParameterNames,
+  legacyParameterNames,
+  parameter,
+  parameterNamed,
+  readParameter,
+  type ParameterKey,
+} from '../request/parameters.js'
 import { ATTR, parseMountRequest } from '../request/parse-request.js'
 import type { MountSpec, SecretObject } from '../request/types.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { lintObjects } from './objects-lint.js'
-
-/** The parameters a Mount reads (test/unit/lint checks this list against parse-request.ts). */
-export const KNOWN_PARAMETERS = [
-  'roleName',
-  'vaultAddress',
-  'vaultNamespace',
-  'vaultAuthMountPath',
-  'vaultKubernetesMountPath',
-  'audience',
-  'vaultSkipTLSVerify',
-  'vaultCACertPath',
-  'vaultCADirectory',
-  'vaultTLSServerName',
-  'vaultTLSClientCertPath',
-  'vaultTLSClientKeyPath',
-  'objects',
-] as const
-/** Accepted and ignored, as the reference provider does. */
-export const LEGACY_PARAMETERS = ['kubernetesServiceAccountPath', 'vaultCAPem'] as const
 
 export type Severity = 'error' | 'warning'
 
@@ -65,6 +56,8 @@ export interface LintProblem {
   code: ErrorCode | keyof typeof LINT_CODES
   /** `namespace/name` (or `name`) of the SecretProviderClass. */
   secretProviderClass?: string
+  /** Its `spec.provider`, whose parameter names and defaults it was checked with. */
+  provider?: string
   parameter?: string
   object?: string
   message: string
@@ -75,7 +68,11 @@ export interface LintOptions {
   vaultDefaults: VaultDefaults
   /** The provider's -vault-addr-allowlist, when lint is told it. */
   allowlist?: AddressAllowlist
-  /** spec.provider of the SecretProviderClasses to check (default `vault`); others are skipped. */
+  /**
+   * spec.provider of the SecretProviderClasses to check; others are skipped. Default: both of
+   * ours, `vault` and `openbao`, each with its flavour's parameter names. Any other name is
+   * checked as `vault` (a provider deployed under a socket name of its own).
+   */
   provider?: string
 }
 
@@ -85,6 +82,8 @@ export interface LintResult {
   checked: number
   /** Documents skipped: other kinds, other providers. */
   skipped: number
+  /** SecretProviderClasses checked, by spec.provider (absent until one is). */
+  providers?: Record<string, number>
 }
 
 interface Source {
@@ -156,17 +155,23 @@ function filesOf(obj: SecretObject): ObjectFiles {
 // Stand-ins for a parameter already reported, so that the next parse reaches the next problem.
 const PLACEHOLDER_OBJECTS = '- {objectName: lint-placeholder, secretPath: lint/placeholder}'
 const PLACEHOLDER_ADDRESS = 'https://lint-placeholder.invalid'
-const PLACEHOLDER_PARAMS: Record<string, string> = {
+const PLACEHOLDERS: Partial<Record<ParameterKey, string>> = {
   roleName: 'lint-placeholder',
-  vaultAddress: PLACEHOLDER_ADDRESS,
+  address: PLACEHOLDER_ADDRESS,
   objects: PLACEHOLDER_OBJECTS,
 }
 
 type Params = Map<string, { value: string; line: number; node?: Node; refused?: boolean }>
 
-/** The parameters a Mount error names (bare or quoted), in the order of KNOWN_PARAMETERS. */
-function namedParameters(message: string): string[] {
-  return KNOWN_PARAMETERS.filter((p) => new RegExp(`(^|[^A-Za-z])${p}([^A-Za-z]|$)`).test(message))
+/** The parameters a Mount error names (bare or quoted), in the order of the parameter table. */
+function namedParameters(message: string, flavour: ProviderFlavour): string[] {
+  return knownParameterNames(flavour).filter((p) => new RegExp(`(^|[^A-Za-z])${p}([^A-Za-z]|$)`).test(message))
+}
+
+/** The name the class gives the Vault address, or undefined when it gives none. */
+function addressName(params: Params, flavour: ProviderFlavour): string | undefined {
+  const values = new Map([...params].map(([k, { value }]) => [k, value]))
+  return readParameter(values, 'address', flavour)?.name
 }
 
 class SpcLinter {
@@ -176,10 +181,14 @@ class SpcLinter {
     private readonly src: Source,
     private readonly opts: LintOptions,
     private readonly spcName: string | undefined,
+    /** spec.provider of the class; undefined for a Markdown fragment. */
+    private readonly provider: string | undefined = undefined,
+    private readonly flavour: ProviderFlavour = DEFAULT_FLAVOUR,
   ) {}
 
-  add(p: Omit<LintProblem, 'file' | 'secretProviderClass'>): void {
-    this.problems.push({ file: this.src.file, secretProviderClass: this.spcName, ...p })
+  add(p: Omit<LintProblem, 'file' | 'secretProviderClass' | 'provider'>): void {
+    const where = { file: this.src.file, secretProviderClass: this.spcName }
+    this.problems.push(this.provider === undefined ? { ...where, ...p } : { ...where, provider: this.provider, ...p })
   }
 
   /** The parameters map as strings, reporting what the API server would refuse. */
@@ -221,7 +230,7 @@ class SpcLinter {
   }
 
   unknownParameters(params: Params): void {
-    const known = new Set<string>([...KNOWN_PARAMETERS, ...LEGACY_PARAMETERS])
+    const known = new Set<string>([...knownParameterNames(this.flavour), ...legacyParameterNames(this.flavour)])
     for (const [key, { line }] of params) {
       if (known.has(key)) continue
       const driverOwned = key === ATTR.secretProviderClass || key.startsWith('csi.storage.k8s.io/')
@@ -232,7 +241,7 @@ class SpcLinter {
         parameter: key,
         message: driverOwned
           ? `parameter ${q(key)} is set by the driver for each pod; the value here is ignored`
-          : `parameter ${q(key)} is not read by the provider (a misspelling? known parameters: ${KNOWN_PARAMETERS.join(', ')})`,
+          : `parameter ${q(key)} is not read by the provider (a misspelling? known parameters: ${knownParameterNames(this.flavour).join(', ')})`,
       })
     }
   }
@@ -244,25 +253,27 @@ class SpcLinter {
     if ((attrs.objects ?? '').trim() !== '') attrs.objects = PLACEHOLDER_OBJECTS // objects() reports on the real text
     const blamed = new Set<string>()
     const defaults = this.opts.vaultDefaults
-    if (defaults.address === undefined && (attrs.vaultAddress ?? '') === '') {
+    const flavour = this.flavour
+    if (defaults.address === undefined && addressName(params, flavour) === undefined) {
+      const name = parameter('address').names[flavour][0]!
       this.add({
         line: fallbackLine,
         severity: 'warning',
         code: 'NO_VAULT_ADDRESS',
-        parameter: 'vaultAddress',
-        message:
-          'no parameter "vaultAddress": Mounts use the provider\'s -vault-addr / VAULT_ADDR, and fail without one (lint --vault-addr=… checks against yours)',
+        parameter: name,
+        message: `no parameter ${q(name)}: Mounts use the provider's ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}, and fail without one (lint --vault-addr=… checks against yours)`,
       })
-      attrs.vaultAddress = PLACEHOLDER_ADDRESS
-      blamed.add('vaultAddress')
+      attrs[name] = PLACEHOLDER_ADDRESS
+      blamed.add(name)
     }
-    for (let round = 0; round <= KNOWN_PARAMETERS.length; round++) {
+    const addressNames = parameter('address').names[flavour]
+    for (let round = 0; round <= knownParameterNames(flavour).length; round++) {
       let spec: MountSpec
       try {
-        spec = parseMountRequest(rawRequest(attrs, this.spcName ?? ''), defaults)
+        spec = parseMountRequest(rawRequest(attrs, this.spcName ?? ''), defaults, undefined, flavour)
       } catch (err) {
         if (!isProviderError(err)) throw err
-        const all = namedParameters(err.message)
+        const all = namedParameters(err.message, flavour)
         const named = all.filter((p) => !blamed.has(p))
         // Nothing left to blame: the flags lint was given are at fault, or an error already reported.
         if (named.length === 0) {
@@ -283,25 +294,26 @@ class SpcLinter {
         }
         for (const p of named) {
           blamed.add(p)
-          if (PLACEHOLDER_PARAMS[p] !== undefined) attrs[p] = PLACEHOLDER_PARAMS[p]
+          const placeholder = PLACEHOLDERS[parameterNamed(p, flavour)!.key]
+          if (placeholder !== undefined) attrs[p] = placeholder
           else delete attrs[p]
         }
         continue
       }
       // The allowlist check needs the address the Mount would really use.
-      return blamed.has('vaultAddress') ? undefined : spec
+      return addressNames.some((name) => blamed.has(name)) ? undefined : spec
     }
     return undefined
   }
 
   /** The Mount's refusal of an address outside -vault-addr-allowlist, before any token is sent. */
-  allowlist(spec: MountSpec, line: number): void {
+  allowlist(spec: MountSpec, parameter: string, line: number): void {
     if (!this.opts.allowlist) return
     try {
       this.opts.allowlist.check(spec.vault.address)
     } catch (err) {
       if (!isProviderError(err)) throw err
-      this.add({ line, severity: 'error', code: err.code, parameter: 'vaultAddress', message: err.message })
+      this.add({ line, severity: 'error', code: err.code, parameter, message: err.message })
     }
   }
 
@@ -489,12 +501,18 @@ function lintSpcDocument(doc: Document, src: Source, opts: LintOptions, result: 
   const namespace = isMap(metadata) ? metadata.get('namespace') : undefined
   const spcName = typeof name === 'string' ? (typeof namespace === 'string' ? `${namespace}/${name}` : name) : undefined
   const provider = isMap(spec) ? spec.get('provider') : undefined
-  if (provider !== (opts.provider ?? 'vault')) {
+  // Ours are `vault` and `openbao`, or the one provider name lint was told to check.
+  let flavour: ProviderFlavour | undefined
+  if (opts.provider === undefined) flavour = flavourOfProvider(provider)
+  else if (provider === opts.provider) flavour = flavourOfProvider(provider) ?? DEFAULT_FLAVOUR
+  if (typeof provider !== 'string' || flavour === undefined) {
     result.skipped += 1
     return
   }
   result.checked += 1
-  const linter = new SpcLinter(src, opts, spcName)
+  result.providers ??= {}
+  result.providers[provider] = (result.providers[provider] ?? 0) + 1
+  const linter = new SpcLinter(src, opts, spcName, provider, flavour)
   const docLine = lineOf(src, root)
   if (typeof name !== 'string' || name === '') {
     linter.add({ line: docLine, severity: 'error', code: 'MANIFEST', message: 'metadata.name is missing' })
@@ -513,7 +531,10 @@ function lintSpcDocument(doc: Document, src: Source, opts: LintOptions, result: 
   const params: Params = isMap(paramsNode) ? linter.strings(paramsNode) : new Map()
   linter.unknownParameters(params)
   const parsed = linter.mountParse(params, paramsLine)
-  if (parsed) linter.allowlist(parsed, params.get('vaultAddress')?.line ?? paramsLine)
+  if (parsed) {
+    const address = addressName(params, flavour) ?? parameter('address').names[flavour][0]!
+    linter.allowlist(parsed, address, params.get(address)?.line ?? paramsLine)
+  }
   const objects = params.get('objects')
   const files =
     objects !== undefined && objects.value.trim() !== ''

@@ -9,6 +9,7 @@ import { ProviderError, q } from '../errors.js'
 import { KeyPathSyntaxError, parseKeyPath } from './key-path.js'
 import { TemplateSyntaxError, checkTemplate } from './template-syntax.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
+import { OBJECT_FIELDS } from './object-fields.js'
 import { yamlTreeProblem } from './yaml-prescan.js'
 import {
   ENCODINGS,
@@ -27,34 +28,14 @@ export const MAX_OBJECTS = 1000
 export const MAX_YAML_ALIASES = 50
 export const MAX_SECRET_ARGS_DEPTH = 16
 
-const KNOWN_FIELDS = new Set([
-  'objectName',
-  'secretPath',
-  'secretKey',
-  'method',
-  'secretArgs',
-  'filePermission',
-  'encoding',
-  // This provider's output fields (docs/outputs.md).
-  'secretKeyPath',
-  'format',
-  'template',
-])
+/** The fields a Mount reads, in the order an unknown field's error lists them. */
+const KNOWN_FIELDS = new Set(OBJECT_FIELDS.filter((f) => !f.legacy).map((f) => f.name))
 /** Fields Go decodes into strings: a plain scalar there keeps its source text (`0123`, `on`). */
-const STRING_FIELDS = new Set([
-  'objectName',
-  'secretPath',
-  'secretKey',
-  'method',
-  'encoding',
-  'secretKeyPath',
-  'format',
-  'template',
-])
+const STRING_FIELDS = new Set(OBJECT_FIELDS.filter((f) => !f.legacy && f.kind === 'string').map((f) => f.name))
 /** Formats that write a directory of files under objectName. */
 export const DIRECTORY_FORMATS: ReadonlySet<OutputFormat> = new Set<OutputFormat>(['files', 'tls'])
 /** Accepted for compatibility and ignored, as the reference provider does. */
-const LEGACY_FIELDS = new Set(['objectVersion'])
+const LEGACY_FIELDS = new Set(OBJECT_FIELDS.filter((f) => f.legacy).map((f) => f.name))
 
 function objectError(index: number, name: string | undefined, message: string): ProviderError {
   const which = name === undefined ? `objects[${index}]` : `object ${q(name)}`

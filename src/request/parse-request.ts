@@ -7,40 +7,21 @@
  * writes them last.
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
+import { envAsIn, flagAsIn } from '../config/flags.js'
+import { DEFAULT_FLAVOUR, FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
 import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
+import { MAX_NAME_PARAMETER_CHARS, PARAMETERS, parameter, readParameter, type ParameterKey } from './parameters.js'
 import type { MountSpec, PodIdentity, PodToken, SecretObject, VaultConnection } from './types.js'
 
-export const DEFAULT_AUDIENCE = 'vault'
+export { MAX_ADDRESS_PARAMETER_CHARS, MAX_NAME_PARAMETER_CHARS, MAX_PATH_PARAMETER_CHARS } from './parameters.js'
+
+/** The vault flavour's default audience (each flavour's is FLAVOURS[flavour].defaultAudience). */
+export const DEFAULT_AUDIENCE = FLAVOURS.vault.defaultAudience
 export const DEFAULT_FILE_MODE = 0o644
 export const MAX_ATTRIBUTES_BYTES = 1024 * 1024
 export const MAX_ATTRIBUTE_COUNT = 512
-/** Names (role, audience, namespace, auth mount, TLS server name): Vault and Kubernetes names are far shorter. */
-export const MAX_NAME_PARAMETER_CHARS = 256
-export const MAX_ADDRESS_PARAMETER_CHARS = 2048
-/** File paths: PATH_MAX. */
-export const MAX_PATH_PARAMETER_CHARS = 4096
-
-/**
- * Free-text parameters and their length limits, checked before any is used
- * (a 200 KB roleName once reached a log line, Vault and a regular expression).
- * `objects` has its own limit, the -max-objects-size flag.
- */
-const PARAMETER_LIMITS: ReadonlyArray<readonly [string, number]> = [
-  ['roleName', MAX_NAME_PARAMETER_CHARS],
-  ['audience', MAX_NAME_PARAMETER_CHARS],
-  ['vaultNamespace', MAX_NAME_PARAMETER_CHARS],
-  ['vaultAuthMountPath', MAX_NAME_PARAMETER_CHARS],
-  ['vaultKubernetesMountPath', MAX_NAME_PARAMETER_CHARS],
-  ['vaultTLSServerName', MAX_NAME_PARAMETER_CHARS],
-  ['vaultSkipTLSVerify', MAX_NAME_PARAMETER_CHARS],
-  ['vaultAddress', MAX_ADDRESS_PARAMETER_CHARS],
-  ['vaultCACertPath', MAX_PATH_PARAMETER_CHARS],
-  ['vaultCADirectory', MAX_PATH_PARAMETER_CHARS],
-  ['vaultTLSClientCertPath', MAX_PATH_PARAMETER_CHARS],
-  ['vaultTLSClientKeyPath', MAX_PATH_PARAMETER_CHARS],
-]
 
 export const ATTR = {
   podName: 'csi.storage.k8s.io/pod.name',
@@ -61,11 +42,15 @@ const IDENTITY_ATTRIBUTES = [
 ]
 
 /** Every bounded attribute within its limit, before any of them is used or logged. */
-function checkLengths(attrs: Map<string, string>): void {
-  for (const [key, max] of PARAMETER_LIMITS) {
-    const value = attrs.get(key)
-    if (value !== undefined && value.length > max) {
-      throw new ProviderError('BAD_PARAMETER', `parameter ${q(key)} is longer than ${max} characters`)
+function checkLengths(attrs: Map<string, string>, flavour: ProviderFlavour): void {
+  for (const spec of PARAMETERS) {
+    const max = spec.maxChars
+    if (max === undefined) continue
+    for (const name of spec.names[flavour]) {
+      const value = attrs.get(name)
+      if (value !== undefined && value.length > max) {
+        throw new ProviderError('BAD_PARAMETER', `parameter ${q(name)} is longer than ${max} characters`)
+      }
     }
   }
   for (const key of IDENTITY_ATTRIBUTES) {
@@ -194,17 +179,18 @@ export function parseVaultAddress(raw: string, what: string): string {
   return normaliseVaultAddress(raw, what, (message) => new ProviderError('BAD_PARAMETER', message))
 }
 
-function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): string {
-  const a = attrs.get('vaultAuthMountPath') || undefined
-  const b = attrs.get('vaultKubernetesMountPath') || undefined
+function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string, flavour: ProviderFlavour): string {
+  const a = readParameter(attrs, 'authMountPath', flavour)
+  const b = readParameter(attrs, 'kubernetesMountPath', flavour)
   if (a !== undefined && b !== undefined) {
     throw new ProviderError(
       'BAD_PARAMETER',
-      'set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath" (they are aliases)',
+      `set only one of parameters ${q(a.name)} and ${q(b.name)} (they are aliases)`,
     )
   }
-  const raw = a ?? b ?? fallback
-  const which = a !== undefined ? 'vaultAuthMountPath' : b !== undefined ? 'vaultKubernetesMountPath' : '-vault-mount'
+  const given = a ?? b
+  const raw = given?.value ?? fallback
+  const which = given?.name ?? flagAsIn('vault-mount', flavour)
   const mount = normaliseAuthMount(raw)
   if (mount === undefined) {
     throw new ProviderError(
@@ -215,52 +201,68 @@ function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string): s
   return mount
 }
 
-function parseTls(attrs: ReadonlyMap<string, string>, defaults: VaultTlsConfig): VaultTlsConfig {
-  const pick = (key: string, fallback: string | undefined): string | undefined => attrs.get(key) || fallback
+/** The name an error gives a parameter: the one the class used, else the flavour's first name. */
+function shownName(attrs: ReadonlyMap<string, string>, key: ParameterKey, flavour: ProviderFlavour): string {
+  return readParameter(attrs, key, flavour)?.name ?? parameter(key).names[flavour][0]!
+}
+
+function parseTls(
+  attrs: ReadonlyMap<string, string>,
+  defaults: VaultTlsConfig,
+  flavour: ProviderFlavour,
+): VaultTlsConfig {
+  const pick = (key: ParameterKey, fallback: string | undefined): string | undefined =>
+    readParameter(attrs, key, flavour)?.value ?? fallback
   let skipVerify = defaults.skipVerify
-  const skipRaw = attrs.get('vaultSkipTLSVerify')
-  if (skipRaw !== undefined && skipRaw !== '') {
+  const skip = readParameter(attrs, 'skipTlsVerify', flavour)
+  if (skip !== undefined) {
     try {
-      skipVerify = parseBool(skipRaw, 'parameter "vaultSkipTLSVerify"')
+      skipVerify = parseBool(skip.value, `parameter ${q(skip.name)}`)
     } catch (err) {
       throw new ProviderError('BAD_PARAMETER', (err as Error).message)
     }
   }
   const tls: VaultTlsConfig = {
-    caCertPath: pick('vaultCACertPath', defaults.caCertPath),
-    caDirectory: pick('vaultCADirectory', defaults.caDirectory),
-    serverName: pick('vaultTLSServerName', defaults.serverName),
-    clientCertPath: pick('vaultTLSClientCertPath', defaults.clientCertPath),
-    clientKeyPath: pick('vaultTLSClientKeyPath', defaults.clientKeyPath),
+    caCertPath: pick('caCertPath', defaults.caCertPath),
+    caDirectory: pick('caDirectory', defaults.caDirectory),
+    serverName: pick('tlsServerName', defaults.serverName),
+    clientCertPath: pick('tlsClientCertPath', defaults.clientCertPath),
+    clientKeyPath: pick('tlsClientKeyPath', defaults.clientKeyPath),
     skipVerify,
   }
   if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      'parameters "vaultTLSClientCertPath" and "vaultTLSClientKeyPath" go together: set both or neither',
-    )
+    const cert = shownName(attrs, 'tlsClientCertPath', flavour)
+    const key = shownName(attrs, 'tlsClientKeyPath', flavour)
+    throw new ProviderError('BAD_PARAMETER', `parameters ${q(cert)} and ${q(key)} go together: set both or neither`)
   }
   return tls
 }
 
-/** The Mount's Vault address: parameter vaultAddress, else -vault-addr / VAULT_ADDR. */
-function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string {
-  const addressRaw = attrs.get('vaultAddress') || defaults.address
+/** The Mount's server address: the address parameter, else -vault-addr / VAULT_ADDR (or their OpenBao names). */
+function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults, flavour: ProviderFlavour): string {
+  const given = readParameter(attrs, 'address', flavour)
+  const addressRaw = given?.value ?? defaults.address
+  const product = FLAVOURS[flavour].product
   if (addressRaw === undefined) {
+    const name = parameter('address').names[flavour][0]!
     throw new ProviderError(
       'BAD_PARAMETER',
-      'no Vault address: set parameter "vaultAddress" or the provider flag -vault-addr / VAULT_ADDR',
+      `no ${product} address: set parameter ${q(name)} or the provider flag ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}`,
     )
   }
-  return parseVaultAddress(addressRaw, attrs.get('vaultAddress') ? 'parameter "vaultAddress"' : 'Vault address')
+  return parseVaultAddress(addressRaw, given ? `parameter ${q(given.name)}` : `${product} address`)
 }
 
-function parseNamespace(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults): string | undefined {
-  return attrs.get('vaultNamespace') || defaults.namespace
+function parseNamespace(
+  attrs: ReadonlyMap<string, string>,
+  defaults: VaultDefaults,
+  flavour: ProviderFlavour,
+): string | undefined {
+  return readParameter(attrs, 'namespace', flavour)?.value ?? defaults.namespace
 }
 
-function parseAudience(attrs: ReadonlyMap<string, string>): string {
-  return attrs.get('audience') || DEFAULT_AUDIENCE
+function parseAudience(attrs: ReadonlyMap<string, string>, flavour: ProviderFlavour): string {
+  return readParameter(attrs, 'audience', flavour)?.value ?? FLAVOURS[flavour].defaultAudience
 }
 
 /** Where and how a Mount logs in to Vault, as a SecretProviderClass and the provider's flags say. */
@@ -277,18 +279,24 @@ export interface VaultSettings {
  * SecretProviderClass `parameters` would use: the same functions, defaults
  * and errors as parseMountRequest (for `doctor`, which checks what a Mount
  * would meet). Throws a BAD_PARAMETER ProviderError for a bad parameter.
+ * `flavour`: whose parameter names and defaults apply (the class's provider).
  */
 export function parseVaultSettings(
   parameters: Readonly<Record<string, string>>,
   defaults: VaultDefaults,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): VaultSettings {
   const attrs: ReadonlyMap<string, string> = new Map(Object.entries(parameters))
-  const address = parseAddress(attrs, defaults)
+  const address = parseAddress(attrs, defaults, flavour)
   return {
-    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
-    authMount: parseAuthMount(attrs, defaults.authMount),
-    audience: parseAudience(attrs),
-    roleName: attrs.get('roleName') || undefined,
+    vault: {
+      address,
+      namespace: parseNamespace(attrs, defaults, flavour),
+      tls: parseTls(attrs, defaults.tls, flavour),
+    },
+    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
+    audience: parseAudience(attrs, flavour),
+    roleName: readParameter(attrs, 'roleName', flavour)?.value,
   }
 }
 
@@ -298,12 +306,14 @@ export type ObjectsParser = (text: string) => SecretObject[]
 /**
  * `parseObjectsText` is injected by the composition root (a byte-bounded cache
  * owned by the MountService); without it every call parses with the default
- * -max-objects-size.
+ * -max-objects-size. `flavour`: whose parameter names and defaults apply, that
+ * is which reference provider the socket the driver called stands for.
  */
 export function parseMountRequest(
   raw: RawMountRequest,
   defaults: VaultDefaults,
   parseObjectsText: ObjectsParser = (text) => parseObjects(text),
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): MountSpec {
   if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
     throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
@@ -311,16 +321,20 @@ export function parseMountRequest(
   const attrs = parseStringMap(raw.attributes, 'attributes')
   const secrets = parseSecrets(raw.secrets)
   const defaultMode = parsePermission(raw.permission)
-  checkLengths(attrs)
+  checkLengths(attrs, flavour)
 
-  const roleName = attrs.get('roleName')
-  if (roleName === undefined || roleName === '') {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "roleName" is required: the Vault role the pod logs in with')
+  // Every flavour accepts the plain name `roleName`: the one the message suggests.
+  const roleName = readParameter(attrs, 'roleName', flavour)?.value
+  if (roleName === undefined) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `parameter "roleName" is required: the ${FLAVOURS[flavour].product} role the pod logs in with`,
+    )
   }
 
-  const address = parseAddress(attrs, defaults)
+  const address = parseAddress(attrs, defaults, flavour)
 
-  const objectsText = attrs.get('objects')
+  const objectsText = readParameter(attrs, 'objects', flavour)?.value
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }
@@ -334,9 +348,13 @@ export function parseMountRequest(
     pod: parsePod(attrs),
     secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
     roleName,
-    authMount: parseAuthMount(attrs, defaults.authMount),
-    audience: parseAudience(attrs),
-    vault: { address, namespace: parseNamespace(attrs, defaults), tls: parseTls(attrs, defaults.tls) },
+    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
+    audience: parseAudience(attrs, flavour),
+    vault: {
+      address,
+      namespace: parseNamespace(attrs, defaults, flavour),
+      tls: parseTls(attrs, defaults.tls, flavour),
+    },
     objects,
     defaultMode,
     podTokens,

@@ -8,40 +8,83 @@ import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
+import { envAsIn, flagAsIn, FLAGS } from '../../src/config/flags.js'
+import { FLAVOURS, PROVIDER_FLAVOURS } from '../../src/config/flavour.js'
 import { ERROR_CATALOGUE } from '../../src/errors.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
+import { OBJECT_FIELDS } from '../../src/request/object-fields.js'
+import { parameter, PARAMETERS } from '../../src/request/parameters.js'
 
 const read = (rel: string): Promise<string> => readFile(join(PACKAGE_ROOT, rel), 'utf8')
 
-/** Names matched by `pattern` (group 1) inside the block of `source` that starts at `start`. */
-function namesIn(source: string, start: string, end: string, pattern: RegExp): string[] {
-  const from = source.indexOf(start)
-  if (from === -1) throw new Error(`${start} not found`)
-  const block = source.slice(from, source.indexOf(end, from + start.length))
-  return [...block.matchAll(pattern)].map((m) => m[1]!)
-}
-
-t.test('every flag is in docs/configuration.md', async (t) => {
-  const config = await read('src/config/config.ts')
+t.test('every flag and its environment variable are in docs/configuration.md and the README', async (t) => {
   const doc = await read('docs/configuration.md')
-  const strings = namesIn(config, 'const FLAG_SPEC = {', '} as const', /'?([a-z][a-z-]*)'?: \{ type: 'string' \}/g)
-  const bools = namesIn(config, 'const BOOL_FLAGS = new Set([', '])', /'([a-z-]+)'/g)
-  t.ok(strings.length >= 15 && bools.length >= 3, `flags found: ${[...strings, ...bools].join(', ')}`)
-  for (const flag of [...strings, ...bools]) t.match(doc, `\`-${flag}\``, `-${flag} documented`)
+  const readme = await read('README.md')
+  t.ok(FLAGS.length >= 30, `${FLAGS.length} flags`)
+  for (const flag of FLAGS) {
+    t.ok(doc.includes(`\`-${flag.name}\``), `-${flag.name} in docs/configuration.md`)
+    t.ok(readme.includes(`\`-${flag.name}\``), `-${flag.name} in README.md`)
+  }
+  // OpenBao's names of the same settings: in docs/configuration.md.
+  const openbaoFlags = FLAGS.flatMap((f) => (f.openbaoName === undefined ? [] : [f.openbaoName]))
+  const openbaoVariables = FLAGS.flatMap((f) => (f.openbaoEnv === undefined ? [] : [f.openbaoEnv]))
+  t.ok(openbaoFlags.length >= 9 && openbaoVariables.length >= 8, 'OpenBao flags and variables')
+  for (const name of openbaoFlags) t.ok(doc.includes(`\`-${name}\``), `-${name} in docs/configuration.md`)
+  for (const name of openbaoVariables) t.ok(doc.includes(`\`${name}\``), `${name} in docs/configuration.md`)
+  const variables = FLAGS.flatMap((f) => (f.env === undefined ? [] : [f.env]))
+  t.ok(variables.length >= 8, `variables: ${variables.join(', ')}`)
+  for (const variable of variables) {
+    t.ok(doc.includes(`\`${variable}\``), `${variable} in docs/configuration.md`)
+    t.ok(readme.includes(`\`${variable}\``), `${variable} in README.md`)
+  }
 })
 
-t.test('every SecretProviderClass parameter and object field is in docs/configuration.md', async (t) => {
+t.test('every SecretProviderClass parameter is in docs/configuration.md and the README', async (t) => {
   const doc = await read('docs/configuration.md')
-  const request = await read('src/request/parse-request.ts')
-  const params = [...new Set([...request.matchAll(/(?:attrs\.get|pick)\('([A-Za-z]+)'/g)].map((m) => m[1]!))]
-  t.ok(params.length >= 13, `parameters found: ${params.join(', ')}`)
-  for (const p of params) {
-    t.match(doc, `\`${p}\``, `parameter ${p} documented`)
+  const readme = await read('README.md')
+  t.ok(PARAMETERS.length >= 15, `${PARAMETERS.length} parameters`)
+  for (const flavour of PROVIDER_FLAVOURS) {
+    for (const name of PARAMETERS.flatMap((p) => p.names[flavour])) {
+      t.ok(doc.includes(`\`${name}\``), `${flavour} parameter ${name} in docs/configuration.md`)
+    }
   }
-  const objects = await read('src/request/objects.ts')
-  const fields = namesIn(objects, 'const KNOWN_FIELDS = new Set([', '])', /'([A-Za-z]+)'/g)
-  t.ok(fields.length >= 7, `object fields found: ${fields.join(', ')}`)
-  for (const f of fields) t.match(doc, `| \`${f}\``, `object field ${f} documented`)
+  // The README has vault-csi-provider's names; docs/configuration.md OpenBao's too.
+  for (const name of PARAMETERS.flatMap((p) => p.names.vault)) {
+    t.ok(readme.includes(`\`${name}\``), `parameter ${name} in README.md`)
+  }
+})
+
+t.test('docs/configuration.md has the table of where the two references differ', async (t) => {
+  const doc = await read('docs/configuration.md')
+  const heading = '### Where the two references differ'
+  t.ok(doc.includes(heading), heading)
+  const section = doc.slice(doc.indexOf(heading), doc.indexOf('\n## ', doc.indexOf(heading)))
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const facts = FLAVOURS[flavour]
+    const expected = [
+      `\`provider: ${facts.provider}\``,
+      `\`${facts.reference}\``,
+      `\`${facts.socketName}\``,
+      `\`${facts.defaultAudience}\``,
+      `\`${facts.defaultHmacSecretName}\``,
+      `\`${parameter('address').names[flavour][0]}\``,
+      `\`${flagAsIn('vault-addr', flavour)}\``,
+      `\`${envAsIn('vault-addr', flavour)}\``,
+    ]
+    for (const text of expected) t.ok(section.includes(text), `${flavour}: ${text}`)
+  }
+})
+
+t.test('every object field is in docs/configuration.md and the README', async (t) => {
+  const doc = await read('docs/configuration.md')
+  const readme = await read('README.md')
+  t.ok(OBJECT_FIELDS.length >= 11, `${OBJECT_FIELDS.length} object fields`)
+  for (const field of OBJECT_FIELDS) {
+    t.ok(doc.includes(`| \`${field.name}\``), `object field ${field.name}: a row in docs/configuration.md`)
+    // The README's table has the reference provider's fields; its "Output formats" paragraph names ours.
+    const inReadme = field.added ? `\`${field.name}` : `| \`${field.name}\``
+    t.ok(readme.includes(inReadme), `object field ${field.name} in README.md`)
+  }
 })
 
 t.test('every error code has a troubleshooting section with an example message', async (t) => {

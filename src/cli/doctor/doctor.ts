@@ -10,6 +10,8 @@
  */
 import { loadConfig, ConfigError, type ProviderConfig, type VaultDefaults } from '../../config/config.js'
 import { isProviderError } from '../../errors.js'
+import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../../config/flavour.js'
+import { readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
 import { probeVaultHealth } from '../../server/health.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
@@ -37,11 +39,13 @@ export function doctorTarget(
   parameters: Readonly<Record<string, string>>,
   defaults: VaultDefaults,
   opts: Pick<DoctorOptions, 'role' | 'audience'>,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): DoctorTarget {
-  if (!parameters.vaultAddress && !defaults.address) return { kind: 'no-address' }
+  const address = readParameter(new Map(Object.entries(parameters)), 'address', flavour)
+  if (address === undefined && !defaults.address) return { kind: 'no-address' }
   let settings: VaultSettings
   try {
-    settings = parseVaultSettings(parameters, defaults)
+    settings = parseVaultSettings(parameters, defaults, flavour)
   } catch (err) {
     if (!isProviderError(err)) throw err
     return { kind: 'bad', message: err.message }
@@ -73,7 +77,8 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = []
   results.push(...(await socketChecks(opts.socket)))
 
-  const target = doctorTarget(parameters, config.vault, opts)
+  // A provider: openbao class is read with OpenBao's parameter names, as its Mounts are.
+  const target = doctorTarget(parameters, config.vault, opts, flavourOfProvider(spc?.provider) ?? DEFAULT_FLAVOUR)
   if (target.kind === 'no-address') {
     results.push({
       id: 'vault.reachable',

@@ -1,23 +1,18 @@
 // The linter's own behaviour: every bad object at once (each with the message parseObjects gives
 // when it is the only one), lines in the file, multi-document YAML and Markdown, what the API
-// server would refuse, unknown parameters, secretObjects, and the parameter list kept equal to
-// what parse-request.ts reads.
+// server would refuse, unknown parameters (the parameter table's names are the known ones), and
+// secretObjects.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import type { VaultDefaults } from '../../../src/config/config.js'
 import { ProviderError } from '../../../src/errors.js'
 import { lintObjects } from '../../../src/lint/objects-lint.js'
-import {
-  KNOWN_PARAMETERS,
-  LINT_CODES,
-  LEGACY_PARAMETERS,
-  lintMarkdown,
-  lintYaml,
-  type LintProblem,
-} from '../../../src/lint/spc-lint.js'
+import { LINT_CODES, lintMarkdown, lintYaml, type LintProblem } from '../../../src/lint/spc-lint.js'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
+import { PROVIDER_FLAVOURS } from '../../../src/config/flavour.js'
 import { parseObjects } from '../../../src/request/objects.js'
+import { knownParameterNames, legacyParameterNames, PARAMETERS } from '../../../src/request/parameters.js'
 import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 
 const DEFAULTS: VaultDefaults = { authMount: 'kubernetes', tls: { skipVerify: false } }
@@ -32,17 +27,6 @@ function parseError(text: string): string {
   }
   throw new Error('expected parseObjects to fail')
 }
-
-t.test('KNOWN_PARAMETERS is what parse-request.ts reads', async (t) => {
-  const source = await readFile(join(PACKAGE_ROOT, 'src', 'request', 'parse-request.ts'), 'utf8')
-  const read = [...new Set([...source.matchAll(/(?:attrs\.get|pick)\('([A-Za-z]+)'/g)].map((m) => m[1]!))]
-  t.ok(read.length >= 12, `parameters found: ${read.join(', ')}`)
-  t.same([...read].sort(), [...KNOWN_PARAMETERS].filter((p) => p !== 'objects' || read.includes(p)).sort())
-  t.ok(read.includes('objects'))
-  const compat = await readFile(join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8')
-  for (const legacy of LEGACY_PARAMETERS)
-    t.match(compat, `\`${legacy}\``, `${legacy} is the documented legacy parameter`)
-})
 
 t.test('lintObjects: every bad object, each with the message it gets alone', async (t) => {
   const objects = [
@@ -138,9 +122,63 @@ const SPC = (params: string, extra = ''): string =>
     .filter((l) => l !== '')
     .join('\n') + '\n'
 
+/** The same manifest for another spec.provider. */
+function asProvider(provider: string, manifest: string): string {
+  return manifest.replace('  provider: vault\n', `  provider: ${provider}\n`)
+}
+
 function lines(problems: readonly LintProblem[]): Array<[number, string, string]> {
   return problems.map((p) => [p.line, p.severity, p.message])
 }
+
+t.test('every parameter of the table is known to lint; any other is warned about, naming them all', async (t) => {
+  for (const flavour of PROVIDER_FLAVOURS) {
+    const known = [...knownParameterNames(flavour), ...legacyParameterNames(flavour)]
+    t.ok(known.length >= 15, `${flavour} parameters: ${known.join(', ')}`)
+    const params = PARAMETERS.flatMap((p) =>
+      p.names[flavour].map(
+        (name) => `    ${name}: ${p.key === 'objects' ? "'- {objectName: a, secretPath: s}'" : 'x'}`,
+      ),
+    )
+    const everyName = lintYaml(asProvider(flavour, SPC(params.join('\n'))), 'f', { vaultDefaults: WITH_ADDRESS })
+    t.equal(everyName.checked, 1)
+    t.same(
+      everyName.problems.filter((p) => p.code === 'UNKNOWN_PARAMETER'),
+      [],
+      `${flavour}: no table name is unknown`,
+    )
+    const typo = lintYaml(
+      asProvider(flavour, SPC("    roleName: app\n    rolename: app\n    objects: '- {objectName: a, secretPath: s}'")),
+      'f',
+      { vaultDefaults: WITH_ADDRESS },
+    )
+    t.same(
+      typo.problems.map((p) => [p.code, p.parameter, p.provider, p.message]),
+      [
+        [
+          'UNKNOWN_PARAMETER',
+          'rolename',
+          flavour,
+          `parameter "rolename" is not read by the provider (a misspelling? known parameters: ${knownParameterNames(flavour).join(', ')})`,
+        ],
+      ],
+    )
+    for (const legacy of legacyParameterNames(flavour))
+      t.notOk(knownParameterNames(flavour).includes(legacy), `${legacy} is not listed`)
+  }
+  // Each flavour's own names: an OpenBao name means nothing to a vault class.
+  const vaultClass = lintYaml(
+    SPC("    roleName: app\n    baoAddress: https://b:8200\n    objects: '- {objectName: a, secretPath: s}'"),
+    'f',
+    {
+      vaultDefaults: WITH_ADDRESS,
+    },
+  )
+  t.same(
+    vaultClass.problems.map((p) => [p.code, p.parameter]),
+    [['UNKNOWN_PARAMETER', 'baoAddress']],
+  )
+})
 
 t.test('lintYaml: lines in the file, the Mount’s messages, and what only the API server refuses', async (t) => {
   const text = [
@@ -361,6 +399,94 @@ t.test('the project’s examples and docs lint clean', async (t) => {
     // ca.crt exists only when the certificate material holds a CA: true for a PKI issue, but not
     // something the SecretProviderClass alone can promise.
     ['examples/outputs-secretproviderclass.yaml:24: SECRET_OBJECTS_MAYBE'],
+  )
+})
+
+t.test('lintYaml: an openbao class is checked with OpenBao’s names, precedence and messages', async (t) => {
+  const text = asProvider(
+    'openbao',
+    SPC(
+      [
+        '    baoRoleName: app', // 9
+        '    baoAddress: ftp://bao', // 10
+        '    vaultAddress: https://ignored.example:8200', // 11: baoAddress wins
+        '    openbaoAuthMountPath: jwt', // 12
+        '    vaultKubernetesMountPath: kubernetes', // 13
+        '    baoSkipTLSVerify: "yes"', // 14
+        '    baoTLSClientCertPath: /c.pem', // 15
+        '    objects: "- {objectName: a, secretPath: s}"',
+      ].join('\n'),
+    ),
+  )
+  const result = lintYaml(text, 'f', { vaultDefaults: DEFAULTS })
+  t.same(
+    result.problems.map((p) => [p.line, p.parameter, p.provider, p.message]),
+    [
+      [10, 'baoAddress', 'openbao', 'parameter "baoAddress" "ftp://bao" must start with https://, http:// or unix://'],
+      [
+        12,
+        'openbaoAuthMountPath',
+        'openbao',
+        'set only one of parameters "openbaoAuthMountPath" and "vaultKubernetesMountPath" (they are aliases)',
+      ],
+      [14, 'baoSkipTLSVerify', 'openbao', 'parameter "baoSkipTLSVerify" must be true or false, got "yes"'],
+      [
+        15,
+        'baoTLSClientCertPath',
+        'openbao',
+        'parameters "baoTLSClientCertPath" and "baoTLSClientKeyPath" go together: set both or neither',
+      ],
+    ],
+  )
+  const noAddress = lintYaml(
+    asProvider('openbao', SPC("    roleName: app\n    objects: '- {objectName: a, secretPath: s}'")),
+    'f',
+    {
+      vaultDefaults: DEFAULTS,
+    },
+  )
+  t.same(
+    noAddress.problems.map((p) => [p.code, p.parameter, p.message]),
+    [
+      [
+        'NO_VAULT_ADDRESS',
+        'baoAddress',
+        'no parameter "baoAddress": Mounts use the provider\'s -openbao-addr / BAO_ADDR, and fail without one (lint --vault-addr=… checks against yours)',
+      ],
+    ],
+  )
+  const refused = lintYaml(
+    asProvider(
+      'openbao',
+      SPC(
+        "    roleName: app\n    openbaoAddress: https://bao.example:8200\n    objects: '- {objectName: a, secretPath: s}'",
+      ),
+    ),
+    'f',
+    { vaultDefaults: DEFAULTS, allowlist: new AddressAllowlist(['https://other.example:8200']) },
+  )
+  t.same(
+    refused.problems.map((p) => [p.line, p.code, p.parameter]),
+    [[10, 'VAULT_ADDRESS_NOT_ALLOWED', 'openbaoAddress']],
+  )
+})
+
+t.test('lintYaml: which classes are ours, and with which names they are checked', async (t) => {
+  const vault = SPC("    roleName: app\n    objects: '- {objectName: a, secretPath: s}'")
+  const all = [vault, asProvider('openbao', vault), asProvider('azure', vault), asProvider('custom', vault)].join(
+    '---\n',
+  )
+  const byDefault = lintYaml(all, 'f', { vaultDefaults: WITH_ADDRESS })
+  t.same([byDefault.checked, byDefault.skipped, byDefault.providers], [2, 2, { vault: 1, openbao: 1 }])
+  const onlyOpenbao = lintYaml(all, 'f', { vaultDefaults: WITH_ADDRESS, provider: 'openbao' })
+  t.same([onlyOpenbao.checked, onlyOpenbao.skipped, onlyOpenbao.providers], [1, 3, { openbao: 1 }])
+  // A provider deployed under a name of its own is checked as vault-csi-provider's drop-in, as before.
+  const custom = lintYaml(all, 'f', { vaultDefaults: DEFAULTS, provider: 'custom' })
+  t.same([custom.checked, custom.providers], [1, { custom: 1 }])
+  t.same(
+    custom.problems.map((p) => [p.provider, p.parameter]),
+    [['custom', 'vaultAddress']],
+    'vault names: the missing address is "vaultAddress"',
   )
 })
 

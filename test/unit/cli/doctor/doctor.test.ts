@@ -117,3 +117,12 @@ t.test('no address anywhere; a bad address; --role and --audience take the place
   t.equal(fromSpc.audience, 'vault')
   t.equal(fromSpc.authMount, 'kubernetes')
 })
+
+t.test('a provider: openbao class is read with OpenBao’s names and defaults', async (t) => {
+  const none = loadConfig([], {}).vault
+  const params = { baoAddress: 'https://bao.example:8200', roleName: 'r' }
+  const openbao = ok(doctorTarget(params, none, {}, 'openbao'))
+  t.equal(openbao.vault.address, 'https://bao.example:8200')
+  t.equal(openbao.audience, 'openbao')
+  t.strictSame(doctorTarget(params, none, {}), { kind: 'no-address' }, 'a vault class does not read baoAddress')
+})
