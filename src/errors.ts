@@ -90,7 +90,11 @@ export const SCRUB_WINDOW_CHARS = 64 * 1024
  * longer recognise.
  */
 export function safeText(text: string, max: number): string {
-  const clean = printable(scrub(cutForScrub(text, SCRUB_WINDOW_CHARS)))
+  return printable(scrubbedAndCut(text, max))
+}
+
+function scrubbedAndCut(text: string, max: number): string {
+  const clean = scrub(cutForScrub(text, SCRUB_WINDOW_CHARS))
   return clean.length > max ? `${clean.slice(0, max)}…` : clean
 }
 
@@ -116,7 +120,8 @@ export function toProviderError(err: unknown): ProviderError {
 
 /** Quotes a user-supplied string for an error message: scrubbed before it is cut to a sane length. */
 export function q(value: string, max = 120): string {
-  return JSON.stringify(safeText(value, max))
+  // JSON escapes C0 controls itself; printable() then escapes what JSON leaves (C1, bidirectional marks).
+  return printable(JSON.stringify(scrubbedAndCut(value, max)))
 }
 
 /**

@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../config/config.js'
 import { lintMarkdown, lintYaml, type LintOptions, type LintProblem, type LintResult } from '../lint/spc-lint.js'
 import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { EXIT, UsageError, type Style } from './output.js'
+import { printable } from '../util/printable.js'
 import type { CommandResult } from './mount-command.js'
 
 export interface LintCommandOptions {
@@ -126,11 +127,12 @@ export async function runLintCommand(
       warnings,
       problems,
     }
-    return { exitCode, stdout: JSON.stringify(doc, null, 2) + '\n', stderr: '' }
+    return { exitCode, stdout: printable(JSON.stringify(doc, null, 2)) + '\n', stderr: '' }
   }
   const line = (p: LintProblem): string => {
     const label = p.severity === 'error' ? style.red('error') : style.yellow('warning')
-    return `${style.bold(`${p.file}:${p.line}:`)} ${p.severity === 'warning' ? `${label}: ` : ''}${p.message}\n`
+    // File names and messages quote the files: printable() before any styling.
+    return `${style.bold(printable(`${p.file}:${p.line}:`))} ${p.severity === 'warning' ? `${label}: ` : ''}${printable(p.message)}\n`
   }
   return { exitCode, stdout: problems.map(line).join(''), stderr: summary }
 }

@@ -14,6 +14,7 @@ import type { VaultCallEvent, VaultObserver } from '../observability/vault-obser
 import { grpcStatusName, mountStatusName } from '../server/grpc-status.js'
 import { loadProviderClient } from '../server/proto.js'
 import { Deadline } from '../util/deadline.js'
+import { printable } from '../util/printable.js'
 import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
 import { buildAttributes, readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
 
@@ -234,9 +235,9 @@ function renderTree(files: MountedFileView[], versions: Map<string, string>, sho
         const value = showValues
           ? `  = ${JSON.stringify(showValue(f.contents))}`
           : `  ${s.dim('(value hidden; --show-values)')}`
-        lines.push(`${prefix}${branch}${s.bold(name)}  ${s.dim(meta)}${value}`)
+        lines.push(`${prefix}${branch}${s.bold(printable(name))}  ${s.dim(meta)}${value}`)
       } else {
-        lines.push(`${prefix}${branch}${name}/`)
+        lines.push(`${prefix}${branch}${printable(name)}/`)
       }
       if (child.children.size > 0) walk(child, prefix + (last ? '    ' : '│   '))
     })
@@ -282,7 +283,7 @@ export async function runMountCommand(
   let view: MountView
   try {
     view = await withProgress(
-      `mounting ${spc.name} (${via})`,
+      printable(`mounting ${spc.name} (${via})`),
       opts.inProcess ? mountInProcess(opts, req, timeoutMs) : mountViaSocket(opts.socket!, req, timeoutMs),
     )
   } catch (err) {
@@ -292,13 +293,15 @@ export async function runMountCommand(
         ? {
             exitCode: EXIT.UNREACHABLE,
             stdout:
-              JSON.stringify(
-                { ok: false, via: 'socket', error: { grpcCode: 'UNAVAILABLE', message: err.message } },
-                null,
-                2,
+              printable(
+                JSON.stringify(
+                  { ok: false, via: 'socket', error: { grpcCode: 'UNAVAILABLE', message: err.message } },
+                  null,
+                  2,
+                ),
               ) + '\n',
           }
-        : { exitCode: EXIT.UNREACHABLE, stdout: `${style.red('✗')} ${message}\n` }
+        : { exitCode: EXIT.UNREACHABLE, stdout: `${style.red('✗')} ${message.split('\n').map(printable).join('\n')}\n` }
     }
     throw err
   }
@@ -332,33 +335,37 @@ export async function runMountCommand(
         : {}),
       ...(view.error ? { error: view.error } : {}),
     }
-    return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: JSON.stringify(out, null, 2) + '\n' }
+    return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: printable(JSON.stringify(out, null, 2)) + '\n' }
   }
 
   const lines: string[] = []
-  const who = `pod ${namespace}/${opts.podName} (service account ${opts.serviceAccount})`
+  // What the class, the pod and the provider's answer name is shown through printable(), before any styling.
+  const who = printable(`pod ${namespace}/${opts.podName} (service account ${opts.serviceAccount})`)
+  const spcName = printable(spc.name)
   if (view.ok) {
     lines.push(
-      `${style.green('✓')} SecretProviderClass ${style.bold(spc.name)} for ${who} via ${via}: ${files.length} file(s) in ${ms(view.durationMs)}`,
+      `${style.green('✓')} SecretProviderClass ${style.bold(spcName)} for ${who} via ${via}: ${files.length} file(s) in ${ms(view.durationMs)}`,
     )
     lines.push(...renderTree(files, versions, opts.showValues === true, style))
     const orphanVersions = view.objects.filter((o) => !files.some((f) => f.path === o.id))
     if (orphanVersions.length > 0) {
       lines.push('object versions:')
-      for (const o of orphanVersions) lines.push(`  ${o.id}  ${o.version}`)
+      for (const o of orphanVersions) lines.push(printable(`  ${o.id}  ${o.version}`))
     }
   } else {
     lines.push(
-      `${style.red('✗')} SecretProviderClass ${style.bold(spc.name)} for ${who} via ${via} failed after ${ms(view.durationMs)}`,
+      `${style.red('✗')} SecretProviderClass ${style.bold(spcName)} for ${who} via ${via} failed after ${ms(view.durationMs)}`,
     )
     const e = view.error!
-    lines.push(`  ${e.grpcCode}${e.code ? ` (${e.code})` : ''}: ${e.message}`)
+    lines.push(printable(`  ${e.grpcCode}${e.code ? ` (${e.code})` : ''}: ${e.message}`))
   }
   if (view.vaultCalls) {
     lines.push(view.vaultCalls.length === 0 ? 'Vault calls: none (cached token and answers)' : 'Vault calls:')
     for (const c of view.vaultCalls) {
       const status = c.ok ? style.green('2xx') : style.red(c.status === undefined ? 'no answer' : String(c.status))
-      lines.push(`  ${c.operation.padEnd(6)} ${c.description.padEnd(40)} ${status.padEnd(3)}  ${ms(c.durationMs)}`)
+      lines.push(
+        `  ${c.operation.padEnd(6)} ${printable(c.description).padEnd(40)} ${status.padEnd(3)}  ${ms(c.durationMs)}`,
+      )
     }
   } else {
     lines.push(style.dim('(per-call Vault timings are shown with --in-process)'))

@@ -19,7 +19,12 @@ export function unprintableKind(text: string): 'control' | 'bidirectional' | und
   return undefined
 }
 
-/** `text` with every such character as `\u{…}` (e.g. ESC as `\u{1b}`); other text unchanged. */
+const SHORT: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+
+/**
+ * `text` with every such character escaped as JSON escapes it (`\n`, `\u001b`, `\u202e`); other text
+ * unchanged. Idempotent: an escape is printable text.
+ */
 export function printable(text: string): string {
-  return text.replace(UNPRINTABLE, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`)
+  return text.replace(UNPRINTABLE, (c) => SHORT[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

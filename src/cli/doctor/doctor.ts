@@ -14,6 +14,7 @@ import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../../
 import { readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
 import { probeVaultHealth } from '../../server/health.js'
+import { printable } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
 import { authChecks } from './auth-checks.js'
@@ -139,10 +140,13 @@ export function renderDoctor(results: CheckResult[], s: Style): string {
     skip: s.dim('- skip'),
   }
   const lines: string[] = []
+  // Details quote what Vault, files and servers said: printable() before any styling of ours.
   for (const r of results) {
-    lines.push(`${mark[r.status]}  ${s.bold(r.title)}  ${s.dim(`[${r.id}]`)}`)
-    lines.push(`        ${r.detail}`)
-    if (r.fix && (r.status === 'fail' || r.status === 'warn')) lines.push(`        ${s.yellow('fix:')} ${r.fix}`)
+    lines.push(`${mark[r.status]}  ${s.bold(printable(r.title))}  ${s.dim(`[${r.id}]`)}`)
+    lines.push(`        ${printable(r.detail)}`)
+    if (r.fix && (r.status === 'fail' || r.status === 'warn')) {
+      lines.push(`        ${s.yellow('fix:')} ${printable(r.fix)}`)
+    }
   }
   const count = (st: CheckStatus): number => results.filter((r) => r.status === st).length
   lines.push('')
@@ -157,7 +161,10 @@ export async function runDoctorCommand(
   const results = await withProgress('checking', runDoctor(opts))
   const exitCode = doctorExitCode(results)
   if (opts.json) {
-    return { exitCode, stdout: JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2) + '\n' }
+    return {
+      exitCode,
+      stdout: printable(JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2)) + '\n',
+    }
   }
   return { exitCode, stdout: renderDoctor(results, style) }
 }

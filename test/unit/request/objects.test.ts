@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
+import { printable } from '../../../src/util/printable.js'
 import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../../../src/config/config.js'
 import { parse as parseYaml } from 'yaml'
@@ -335,12 +336,17 @@ t.test('objectName required and must be a usable path', async (t) => {
     ['a\nb', 'contains a control character'],
     ['a\tb', 'contains a control character'],
     ['a\u007fb', 'contains a control character'],
+    ['a\u0085b', 'contains a control character'],
+    ['a\u009bb', 'contains a control character'],
+    ['evil\u202etxt.exe', 'contains a bidirectional-formatting character'],
+    ['a\u2066b', 'contains a bidirectional-formatting character'],
     ['x'.repeat(256), 'has an element longer than 255 bytes'],
   ]
   for (const [name, problem] of cases) {
     const err = providerError(() => parseObjects(`- objectName: ${JSON.stringify(name)}\n  secretPath: x\n`))
     t.equal(err.code, 'BAD_OBJECT', JSON.stringify(name))
-    t.match(err.message, `object ${JSON.stringify(name.slice(0, 120)).slice(0, -1)}`, JSON.stringify(name))
+    // The name as errors quote it: JSON, with what JSON leaves raw (DEL, C1, bidirectional marks) escaped too.
+    t.match(err.message, `object ${printable(JSON.stringify(name.slice(0, 120))).slice(0, -1)}`, JSON.stringify(name))
     t.match(err.message, `: objectName ${problem}`, JSON.stringify(name))
   }
   // Allowed: nested paths, dots inside names, a name that is only dots after the first element.

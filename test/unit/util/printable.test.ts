@@ -1,0 +1,27 @@
+// What reaches a person is free of terminal controls and bidirectional formatting.
+import t from 'tap'
+import { printable, unprintableKind } from '../../../src/util/printable.js'
+
+t.test('every C0, DEL, C1 and bidirectional character becomes a visible JSON-style escape', async (t) => {
+  t.equal(printable('a\u001b[31mred\u0007'), 'a\\u001b[31mred\\u0007')
+  t.equal(printable('line\nnext\r\ttab'), 'line\\nnext\\r\\ttab')
+  t.equal(printable('del\u007f c1\u0085\u009b'), 'del\\u007f c1\\u0085\\u009b')
+  t.equal(printable('gpj.\u202eexe'), 'gpj.\\u202eexe')
+  t.equal(
+    printable('\u2066iso\u2069 \u200e\u200f\u061c \u2028\u2029'),
+    '\\u2066iso\\u2069 \\u200e\\u200f\\u061c \\u2028\\u2029',
+  )
+  t.equal(printable('é ✓ 😀 plain'), 'é ✓ 😀 plain', 'other text unchanged')
+  t.equal(printable(printable('\u001b')), '\\u001b', 'idempotent')
+  for (let c = 0; c <= 0x9f; c++) {
+    const out = printable(String.fromCharCode(c))
+    t.equal(/[\u0000-\u001f\u007f-\u009f]/.test(out), false, `U+${c.toString(16)} leaves no control character`)
+  }
+})
+
+t.test('unprintableKind tells a control from a bidirectional character', async (t) => {
+  t.equal(unprintableKind('plain/name.txt'), undefined)
+  t.equal(unprintableKind('a\u0000b'), 'control')
+  t.equal(unprintableKind('a\u0090b'), 'control')
+  t.equal(unprintableKind('a\u202eb'), 'bidirectional')
+})
