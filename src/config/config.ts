@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util'
 import { flag, flagNames, FLAGS, type FlagName, type FlagSpec } from './flags.js'
 import { FLAVOURS, type ProviderFlavour } from './flavour.js'
-import { normaliseAuthMount, normaliseVaultAddress } from './vault-address.js'
+import { namespaceProblem, normaliseAuthMount, normaliseVaultAddress, serverNameProblem } from './vault-address.js'
 
 export const DEFAULT_ENDPOINT = '/var/run/secrets-store-csi-providers/vault.sock'
 export const DEFAULT_HMAC_SECRET_NAME = FLAVOURS.vault.defaultHmacSecretName
@@ -206,6 +206,14 @@ function parseVaultIdleConnection(raw: string | undefined): number {
     throw new ConfigError(`-vault-idle-connection-timeout must be between 1s and 5m, got ${JSON.stringify(raw)}`)
   }
   return ms
+}
+
+/** A setting's value when `problem` finds nothing wrong with it. */
+function checked(given: Sourced<string> | undefined, problem: (raw: string) => string | undefined): string | undefined {
+  if (given === undefined) return undefined
+  const issue = problem(given.value)
+  if (issue !== undefined) throw new ConfigError(`${given.from} ${JSON.stringify(given.value)} ${issue}`)
+  return given.value
 }
 
 function parseAuthMountFlag(given: Sourced<string> | undefined): string {
@@ -465,12 +473,12 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         : splitList(str('token-request-audiences')),
     vault: {
       address: vaultAddress?.value,
-      namespace: setting('vault-namespace')?.value,
+      namespace: checked(setting('vault-namespace'), namespaceProblem),
       authMount: parseAuthMountFlag(setting('vault-mount')),
       tls: {
         caCertPath: setting('vault-tls-ca-cert')?.value,
         caDirectory: setting('vault-tls-ca-directory')?.value,
-        serverName: setting('vault-tls-server-name')?.value,
+        serverName: checked(setting('vault-tls-server-name'), serverNameProblem),
         clientCertPath: setting('vault-tls-client-cert')?.value,
         clientKeyPath: setting('vault-tls-client-key')?.value,
         skipVerify: boolSetting('vault-tls-skip-verify')?.value ?? false,

@@ -48,3 +48,27 @@ export function normaliseAuthMount(raw: string): string | undefined {
   }
   return mount
 }
+
+/**
+ * Why `raw` cannot be a Vault namespace, or undefined when it can. It travels as the
+ * X-Vault-Namespace header: visible ASCII only (no spaces, controls, CR/LF or non-ASCII text, which
+ * an HTTP header cannot carry as it is), path segments separated by single slashes.
+ */
+export function namespaceProblem(raw: string): string | undefined {
+  if (!/^[\x21-\x7e]+$/.test(raw))
+    return 'may hold only visible ASCII characters (no spaces, controls or non-ASCII letters)'
+  if (raw.split('/').some((s, i, all) => (s === '' && i !== 0 && i !== all.length - 1) || s === '.' || s === '..')) {
+    return 'must be a path of namespace names such as "team-a" or "admin/team-a"'
+  }
+  return undefined
+}
+
+/**
+ * Why `raw` cannot be the TLS server name (SNI, and the name Vault's certificate is checked
+ * against), or undefined when it can: a DNS name or an IPv4 address.
+ */
+export function serverNameProblem(raw: string): string | undefined {
+  return /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_.])?$/.test(raw)
+    ? undefined
+    : 'must be a DNS name such as "vault.example.com"'
+}

@@ -12,6 +12,7 @@ import type { Logger } from '../observability/logger.js'
 import { checkVolume, renderObjects, versionObject, type RenderedObject } from '../render/render.js'
 import type { MountSpec } from '../request/types.js'
 import { mapBounded } from '../util/bounded.js'
+import { nestedDeeperThan } from '../util/json-depth.js'
 import type { Deadline } from '../util/deadline.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import type { BreakerRegistry } from '../vault/resilience/breaker.js'
@@ -58,6 +59,9 @@ function objectsLabel(spec: MountSpec, indexes: number[]): string {
   const names = indexes.map((i) => q(spec.objects[i]!.objectName))
   return names.length === 1 ? `object ${names[0]}` : `objects ${names.join(', ')}`
 }
+
+/** Vault's own answers nest a few levels (data.data.<key>); a secret value may add some more. */
+export const MAX_VAULT_ANSWER_DEPTH = 64
 
 /** The caller left (the driver cancelled the call): nothing new is started for it. */
 function checkCaller(deadline: Deadline, what: string): void {
@@ -115,6 +119,12 @@ export async function runMount(
     const label = objectsLabel(spec, planned.objectIndexes)
     checkCaller(deadline, `reading ${label}`)
     const outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
+    if (nestedDeeperThan(outcome.body, MAX_VAULT_ANSWER_DEPTH)) {
+      throw new ProviderError(
+        'VAULT_BAD_RESPONSE',
+        `${label}: Vault's answer is nested more than ${MAX_VAULT_ANSWER_DEPTH} levels deep; the provider does not read such data`,
+      )
+    }
     budget?.chargeAnswer(outcome.body, label)
     return outcome
   })

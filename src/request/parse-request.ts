@@ -9,7 +9,12 @@
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
 import { envAsIn, flagAsIn } from '../config/flags.js'
 import { DEFAULT_FLAVOUR, FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
-import { normaliseAuthMount, normaliseVaultAddress } from '../config/vault-address.js'
+import {
+  namespaceProblem,
+  normaliseAuthMount,
+  normaliseVaultAddress,
+  serverNameProblem,
+} from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
 import { MAX_NAME_PARAMETER_CHARS, PARAMETERS, parameter, readParameter, type ParameterKey } from './parameters.js'
@@ -230,6 +235,14 @@ function parseTls(
     clientKeyPath: pick('tlsClientKeyPath', defaults.clientKeyPath),
     skipVerify,
   }
+  const serverName = readParameter(attrs, 'tlsServerName', flavour)
+  const serverNameIssue = serverName && serverNameProblem(serverName.value)
+  if (serverName && serverNameIssue) {
+    throw new ProviderError(
+      'BAD_PARAMETER',
+      `parameter ${q(serverName.name)} ${q(serverName.value, 40)} ${serverNameIssue}`,
+    )
+  }
   if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
     const cert = shownName(attrs, 'tlsClientCertPath', flavour)
     const key = shownName(attrs, 'tlsClientKeyPath', flavour)
@@ -258,7 +271,13 @@ function parseNamespace(
   defaults: VaultDefaults,
   flavour: ProviderFlavour,
 ): string | undefined {
-  return readParameter(attrs, 'namespace', flavour)?.value ?? defaults.namespace
+  const given = readParameter(attrs, 'namespace', flavour)
+  if (given === undefined) return defaults.namespace
+  const problem = namespaceProblem(given.value)
+  if (problem !== undefined) {
+    throw new ProviderError('BAD_PARAMETER', `parameter ${q(given.name)} ${q(given.value, 40)} ${problem}`)
+  }
+  return given.value
 }
 
 function parseAudience(attrs: ReadonlyMap<string, string>, flavour: ProviderFlavour): string {

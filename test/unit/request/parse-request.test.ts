@@ -612,3 +612,24 @@ t.test('parsePodTokens', async (t) => {
   t.notMatch(viaRequest.message, 'eyJ')
   t.match(viaRequest.message, ATTR.tokens)
 })
+
+t.test('parameters that become a header or the TLS name are validated where they are parsed', async (t) => {
+  for (const bad of ['team\r\nX-Injected: 1', 'team a', 'équipe', 'a//b', '../up', 'x\u0000']) {
+    const err = providerError(() => parseMountRequest(request({ vaultNamespace: bad }), DEFAULTS))
+    t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(bad))
+    t.match(err.message, /^parameter "vaultNamespace" .* may hold only|must be a path/, JSON.stringify(bad))
+    t.notMatch(err.message, /[\r\n\u0000]/, 'the message itself carries no control character')
+  }
+  for (const good of ['team-a', 'admin/team-a', 'admin/team-a/']) {
+    t.equal(parseMountRequest(request({ vaultNamespace: good }), DEFAULTS).vault.namespace, good)
+  }
+  for (const bad of ['vault example', 'vault.example:8200', 'https://vault', 'a\nb', '-lead']) {
+    const err = providerError(() => parseMountRequest(request({ vaultTLSServerName: bad }), DEFAULTS))
+    t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(bad))
+    t.match(err.message, 'parameter "vaultTLSServerName"')
+  }
+  t.equal(
+    parseMountRequest(request({ vaultTLSServerName: 'vault.example.com' }), DEFAULTS).vault.tls.serverName,
+    'vault.example.com',
+  )
+})
