@@ -8,11 +8,11 @@
  * policy-equivalent). A token is only ever used for the identity that
  * obtained it.
  */
-import { LRUCache } from 'lru-cache'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../../config/config.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
 import type { Clock } from '../../util/deadline.js'
+import { FairCache } from '../../util/fair-cache.js'
 import type { Timers } from '../../util/shared-call.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import type { RetryPolicy, Sleep } from '../resilience/retry.js'
@@ -22,8 +22,10 @@ import {
   connectionKey,
   DEFAULT_TRANSPORT_OPTIONS,
   TransportRegistry,
+  callThrough,
   type TransportOptions,
   type TransportSource,
+  type VaultCaller,
 } from '../transport/transport.js'
 
 export type IdentityScope = IdentityScopeName
@@ -70,7 +72,7 @@ export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
 
 export class SessionPool {
   private readonly opts: SessionPoolOptions
-  private readonly sessions: LRUCache<string, VaultSession> | undefined
+  private readonly sessions: FairCache<VaultSession> | undefined
   private readonly transports: TransportSource
   private readonly ownTransports: TransportRegistry | undefined
   private sweeper: NodeJS.Timeout | undefined
@@ -94,15 +96,11 @@ export class SessionPool {
       })
       this.transports = this.ownTransports
     }
-    // Evicted for room, a session is only forgotten: its pods may still use its leases.
+    // Evicted for room, a session is only forgotten: its pods may still use its leases. When full, the
+    // namespace holding the most sessions gives one up (util/fair-cache.ts).
     this.sessions =
       opts.maxSessions > 0
-        ? new LRUCache<string, VaultSession>({
-            max: opts.maxSessions,
-            dispose: (s, _key, reason) => {
-              if (reason === 'evict') s.close()
-            },
-          })
+        ? new FairCache<VaultSession>({ maxEntries: opts.maxSessions, onEvict: (s) => s.close() })
         : undefined
     if (this.sessions && opts.idleRevokeMs > 0 && opts.autoSweep !== false) {
       const every = Math.max(1000, Math.min(60_000, opts.idleRevokeMs / 4))
@@ -116,8 +114,16 @@ export class SessionPool {
     const cached = this.sessions?.get(key)
     if (this.sessions) this.opts.observer?.cacheLookup?.('token', cached !== undefined)
     if (cached) return cached
-    const transport = await this.transports.get(id.connection)
-    const session = new VaultSession(id, transport, {
+    const tenant = id.pod.namespace
+    // Built (TLS files read) now, so that a bad file fails here; then looked up again for every call:
+    // a connection pool closed to make room never strands a session (transport.ts, TransportRegistry).
+    await this.transports.get(id.connection, tenant)
+    const transports = this.transports
+    const caller: VaultCaller = {
+      address: id.connection.address,
+      call: (c) => callThrough(transports, id.connection, tenant, c),
+    }
+    const session = new VaultSession(id, caller, {
       logger: this.opts.logger,
       observer: this.opts.observer,
       breakers: this.opts.breakers,
@@ -125,6 +131,7 @@ export class SessionPool {
       shareDynamic: this.opts.shareDynamic && this.opts.scope === 'serviceaccount',
       store: (this.secretStore ??= createSecretStore()),
       prefix: `${key}\n`,
+      tenant,
       clock: this.opts.clock,
       timers: this.opts.timers,
       sleep: this.opts.sleep,
@@ -134,7 +141,7 @@ export class SessionPool {
     // Another Mount of the same identity may have created one while we awaited.
     const raced = this.sessions.get(key)
     if (raced) return raced
-    this.sessions.set(key, session)
+    this.sessions.set(tenant, key, session)
     return session
   }
 

@@ -17,8 +17,9 @@
  * its own deadline, and the read is abandoned (its Vault calls aborted) only
  * when none is left (util/shared-call.ts).
  */
-import { LRUCache } from 'lru-cache'
 import type { Clock, Deadline } from '../../util/deadline.js'
+import { FairCache } from '../../util/fair-cache.js'
+import { jsonSize } from '../../util/json-size.js'
 import { SharedCall, type Timers } from '../../util/shared-call.js'
 import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
 
@@ -45,6 +46,8 @@ export interface SecretCacheOptions {
   store?: SecretStore
   /** Prefix of this identity's keys in the store. */
   prefix?: string
+  /** Whose entries these are in the shared store (the pods' namespace): one tenant never evicts another's. */
+  tenant?: string
   /** Injected by tests: the cache's notion of now, and the timers waiters give up by. */
   clock?: Clock
   timers?: Timers
@@ -73,18 +76,15 @@ export interface CacheEntry {
 }
 
 type Entry = CacheEntry
-export type SecretStore = LRUCache<string, CacheEntry>
+export type SecretStore = FairCache<CacheEntry>
 
+/** The store every identity's cache shares: bounded in entries and bytes, fair between tenants (util/fair-cache.ts). */
 export function createSecretStore(maxEntries = DEFAULT_MAX_ENTRIES, maxBytes = DEFAULT_MAX_BYTES): SecretStore {
-  return new LRUCache<string, CacheEntry>({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (e) => e.size })
+  return new FairCache<CacheEntry>({ maxEntries, maxSize: maxBytes, sizeOf: (e) => e.size })
 }
 
 function approximateSize(body: unknown): number {
-  try {
-    return Math.max(1, JSON.stringify(body)?.length ?? 1)
-  } catch {
-    return 1
-  }
+  return Math.max(1, jsonSize(body))
 }
 
 interface Shared {
@@ -97,6 +97,7 @@ export class SecretCache {
   private readonly opts: SecretCacheOptions
   private readonly entries: SecretStore
   private readonly prefix: string
+  private readonly tenant: string
   private readonly inflight = new Map<string, SharedCall<Shared>>()
   private readonly clock: Clock
 
@@ -104,6 +105,7 @@ export class SecretCache {
     this.opts = opts
     this.entries = opts.store ?? createSecretStore()
     this.prefix = opts.prefix ?? ''
+    this.tenant = opts.tenant ?? ''
     this.clock = opts.clock ?? Date.now
   }
 
@@ -173,7 +175,7 @@ export class SecretCache {
           entry.expiresAt = at + renewed.ttlMs
           entry.renewAt = at + renewed.ttlMs * RENEW_FRACTION
           entry.lifetime = { ...lt, renewable: renewed.renewable }
-          this.entries.set(key, entry)
+          this.entries.set(this.tenant, key, entry)
           return { body: entry.body, source: 'renewed', kind: 'leased' }
         }
       } catch {
@@ -259,7 +261,7 @@ export class SecretCache {
   private store(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {
     if (lifetime.kind === 'static') {
       if (this.opts.staticFreshnessMs <= 0) return
-      this.entries.set(key, {
+      this.entries.set(this.tenant, key, {
         size: approximateSize(body),
         body,
         lifetime,
@@ -272,7 +274,7 @@ export class SecretCache {
       return
     }
     const expiresAt = expiryOf(lifetime, obtainedAt)
-    this.entries.set(key, {
+    this.entries.set(this.tenant, key, {
       size: approximateSize(body),
       body,
       lifetime,

@@ -25,7 +25,6 @@
  * - Every call is reported to the observer: one place for login, read,
  *   renewal, revocation and health.
  */
-import { LRUCache } from 'lru-cache'
 import { Pool, buildConnector, type Dispatcher } from 'undici'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
@@ -37,6 +36,7 @@ import {
 } from '../../observability/vault-observer.js'
 import type { VaultConnection } from '../../request/types.js'
 import type { CancelSignal } from '../../util/cancellation.js'
+import { FairCache } from '../../util/fair-cache.js'
 import { parseRetryAfter } from '../resilience/retry.js'
 import {
   VaultCallAborted,
@@ -68,7 +68,12 @@ export const MAX_TOKEN_ANSWER_BYTES = 64 * 1024
 const MAX_ORIGIN_CHARS = 200
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 
+/**
+ * What makes two connections different: the address, and the TLS settings only where TLS is spoken
+ * (an `http://` or `unix://` address ignores them, so they must not make another pool).
+ */
 export function connectionKey(conn: VaultConnection): string {
+  if (!conn.address.startsWith('https://')) return JSON.stringify([conn.address])
   const t = conn.tls
   return JSON.stringify([
     conn.address,
@@ -192,10 +197,16 @@ export interface VaultCaller {
   call(c: VaultCall): Promise<VaultAnswer>
 }
 
+/** The transport was closed (to make room) before this call went out: nothing was sent. */
+export class TransportClosed extends Error {
+  override readonly name = 'TransportClosed'
+}
+
 export class VaultTransport implements VaultCaller {
   readonly address: string
   private readonly pool: Pool
   private readonly opts: VaultTransportOptions
+  private closed = false
 
   private constructor(address: string, pool: Pool, opts: VaultTransportOptions) {
     this.address = address
@@ -221,7 +232,14 @@ export class VaultTransport implements VaultCaller {
 
   /** Closes the pool's connections (in-flight calls fail). */
   async close(): Promise<void> {
+    this.closed = true
     await this.pool.destroy().catch(() => undefined)
+  }
+
+  /** Takes no new call; calls under way finish, then the connections close. */
+  retire(): void {
+    this.closed = true
+    this.pool.close().catch(() => undefined)
   }
 
   /** One call, reported to the observer whatever its outcome. */
@@ -272,6 +290,7 @@ export class VaultTransport implements VaultCaller {
               `(secrets are limited by -max-vault-response-size); it was not read further`,
       )
     if (c.cancel?.aborted) return Promise.reject(new VaultCallAborted())
+    if (this.closed) return Promise.reject(new TransportClosed('the connection pool was closed'))
     const headers: Record<string, string> = { accept: 'application/json' }
     if (c.token !== undefined && c.token !== '') headers['x-vault-token'] = c.token
     if (c.namespace !== undefined && c.namespace !== '') headers['x-vault-namespace'] = c.namespace
@@ -438,47 +457,83 @@ export function defaultTransportOptions(maxResponseBytes: number): VaultTranspor
   return { ...DEFAULT_TRANSPORT_OPTIONS, maxResponseBytes }
 }
 
+/** The tenant of the provider's own calls (the breaker's probes of the default address, /health/vault). */
+export const PROVIDER_TENANT = ''
+
 /** Where sessions and the breaker's probes get the transport of a connection. */
 export interface TransportSource {
-  get(conn: VaultConnection): Promise<VaultCaller>
+  /** `tenant`: the namespace whose Mount needs it (PROVIDER_TENANT for the provider's own calls). */
+  get(conn: VaultConnection, tenant?: string): Promise<VaultCaller>
+}
+
+/**
+ * One call through the transport `source` has for `conn` now: a pool closed to make room between the
+ * lookup and the call is looked up again (its replacement is built), so a session never holds a
+ * closed pool.
+ */
+export async function callThrough(
+  source: TransportSource,
+  conn: VaultConnection,
+  tenant: string,
+  call: VaultCall,
+): Promise<VaultAnswer> {
+  try {
+    return await (await source.get(conn, tenant)).call(call)
+  } catch (err) {
+    if (!(err instanceof TransportClosed)) throw err
+    return (await source.get(conn, tenant)).call(call)
+  }
 }
 
 export const MAX_TRANSPORTS = 64
 
 /**
- * The transports of the process, one per Vault address and TLS settings,
- * bounded: the least recently used is closed when a new one needs room.
+ * The transports of the process, one per connection (connectionKey), bounded: when a new one needs
+ * room, the tenant holding the most gives up its least recently used (util/fair-cache.ts), which
+ * finishes the calls under way and then closes. A namespace that names many addresses or TLS
+ * variants pushes out only its own pools.
  */
 export class TransportRegistry implements TransportSource {
   private readonly opts: VaultTransportOptions
-  private readonly transports: LRUCache<string, Promise<VaultTransport>>
+  private readonly transports: FairCache<Promise<VaultTransport>>
 
   constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS) {
     this.opts = opts
-    this.transports = new LRUCache<string, Promise<VaultTransport>>({
-      max,
-      dispose: (p) => {
+    this.transports = new FairCache<Promise<VaultTransport>>({
+      maxEntries: max,
+      onEvict: (p) => {
         p.then(
-          (t) => t.close(),
+          (t) => t.retire(),
           () => undefined,
         )
       },
     })
   }
 
-  get(conn: VaultConnection): Promise<VaultTransport> {
+  get(conn: VaultConnection, tenant = PROVIDER_TENANT): Promise<VaultTransport> {
     const key = connectionKey(conn)
     let t = this.transports.get(key)
     if (!t) {
       t = VaultTransport.create(conn, this.opts)
       // A failed set-up (unreadable CA file) must not stay cached.
       t.catch(() => this.transports.delete(key))
-      this.transports.set(key, t)
+      this.transports.set(tenant, key, t)
     }
     return t
   }
 
+  /** Pools held by `tenant` (for tests and metrics). */
+  heldBy(tenant: string): number {
+    return this.transports.sizeOf(tenant)
+  }
+
   close(): void {
+    for (const [, t] of this.transports.entries()) {
+      t.then(
+        (transport) => transport.close(),
+        () => undefined,
+      )
+    }
     this.transports.clear()
   }
 }

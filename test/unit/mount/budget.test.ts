@@ -1,7 +1,8 @@
 import t from 'tap'
 import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { ProviderError } from '../../../src/errors.js'
-import { BUDGET_REFUSAL_MEMORY_MS, BudgetRefusals, NodeBudget, jsonSize } from '../../../src/mount/budget.js'
+import { BUDGET_REFUSAL_MEMORY_MS, BudgetRefusals, NodeBudget } from '../../../src/mount/budget.js'
+import { jsonSize } from '../../../src/util/json-size.js'
 import { thrown } from '../../support/thrown.js'
 
 t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', async (t) => {
