@@ -8,6 +8,7 @@
 import { stat } from 'node:fs/promises'
 import { Counter, Gauge } from 'prom-client'
 import type { ProviderConfig } from './config/config.js'
+import type { VaultConnection } from './request/types.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
@@ -18,10 +19,11 @@ import { combineObservers, type VaultObserver } from './observability/vault-obse
 import { ObjectsCache } from './request/objects-cache.js'
 import { ProviderServer } from './server/grpc-server.js'
 import { mountStatusName } from './server/grpc-status.js'
+import { HealthCache } from './server/health-cache.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { loadProtos } from './server/proto.js'
 import { AddressAllowlist } from './vault/transport/address-allowlist.js'
-import { BreakerRegistry, probeOutcome } from './vault/resilience/breaker.js'
+import { BreakerRegistry, probeHealth, probeOutcome } from './vault/resilience/breaker.js'
 import { probeVaultHealth } from './vault/resilience/health-probe.js'
 import { SessionPool } from './vault/sessions/pool.js'
 import { TransportRegistry, type TransportSource } from './vault/transport/transport.js'
@@ -79,6 +81,11 @@ function allowlistMetrics(metrics: ProviderMetrics, enabled: boolean): () => voi
   return () => unrestricted.inc()
 }
 
+/** The provider's own connection to the default Vault (-vault-addr with the operator's TLS), for its probes. */
+export function providerConnection(config: ProviderConfig): VaultConnection {
+  return { address: config.vault.address ?? '', tls: config.vault.tls }
+}
+
 /** How often a replaced instance checks that its successor still holds the socket. */
 export const STANDBY_POLL_MS = 1000
 
@@ -108,6 +115,8 @@ export interface MountServiceParts {
   kube: KubeClient | undefined
   pool: SessionPool
   breakers: BreakerRegistry
+  /** The Vault connection pools, shared by the sessions and the provider's own probes. */
+  transports: TransportRegistry
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -204,9 +213,14 @@ export async function buildMountService(
     observer: vaultObserver,
     idleConnectionMs: config.vaultIdleConnectionMs,
   })
+  // The breaker probes with the provider's own settings for an address, never a Mount's: the
+  // operator's TLS for -vault-addr (through its shared pool), none for any other address.
   const breakers = new BreakerRegistry(
     {},
-    async (conn, timeoutMs) => probeOutcome(await probeVaultHealth(await transports.get(conn), timeoutMs)),
+    async (address, timeoutMs) =>
+      address === config.vault.address
+        ? probeOutcome(await probeVaultHealth(await transports.get(providerConnection(config)), timeoutMs))
+        : probeHealth(address, timeoutMs),
     logger,
   )
   const { pool, mountService } = wireMountService(config, {
@@ -226,6 +240,7 @@ export async function buildMountService(
     kube,
     pool,
     breakers,
+    transports,
     close() {
       breakers.close()
       pool.close()
@@ -264,7 +279,12 @@ export async function buildProvider(
     socketPath: config.endpoint,
     metrics,
     logger,
-    vault: config.vault,
+    // Vault's health through the provider's own shared pool for -vault-addr, at most once per interval.
+    vaultHealth:
+      config.vault.address === undefined
+        ? undefined
+        : new HealthCache(async () => probeVaultHealth(await parts.transports.get(providerConnection(config)), 5_000)),
+    vaultAddress: config.vault.address,
   })
   const provider: Provider = {
     mountService,

@@ -7,14 +7,8 @@
  *   needs: the socket file exists, accepts a connection and answers the API.
  */
 import * as grpc from '@grpc/grpc-js'
-import type { VaultConnection } from '../request/types.js'
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
-import { probeVaultHealth as probe, type VaultHealth } from '../vault/resilience/health-probe.js'
-import { defaultTransportOptions, VaultTransport } from '../vault/transport/transport.js'
 import { grpcStatusName } from './grpc-status.js'
 import { loadHealthClient, loadProtos, type ProviderProtos } from './proto.js'
-
-export { describeHealthStatus, type VaultHealth } from '../vault/resilience/health-probe.js'
 
 export const HEALTH_SERVICE_NAME = 'grpc.health.v1.Health'
 export const PROVIDER_SERVICE_NAME = 'v1alpha1.CSIDriverProvider'
@@ -158,31 +152,5 @@ export async function checkGrpcHealth(
     return { ok: false, status: `${code}${typeof e.details === 'string' ? `: ${e.details}` : ''}` }
   } finally {
     client.close()
-  }
-}
-
-/**
- * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
- * SNI, unix socket), with the one probe the breaker and `doctor` use
- * (vault/health-probe.ts, where what counts as healthy is explained).
- * Never throws.
- */
-export async function probeVaultHealth(conn: VaultConnection, timeoutMs = 5000): Promise<VaultHealth> {
-  const started = Date.now()
-  let transport: VaultTransport
-  try {
-    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
-  } catch (err) {
-    return {
-      reachable: false,
-      healthy: false,
-      detail: err instanceof Error ? err.message : String(err),
-      durationMs: Date.now() - started,
-    }
-  }
-  try {
-    return await probe(transport, timeoutMs)
-  } finally {
-    await transport.close()
   }
 }

@@ -5,17 +5,25 @@
  *   GET /health/ready  200 when a real Version call over the provider socket
  *                      succeeds, 503 otherwise (socket gone, gRPC server stopped)
  *   GET /health/vault  Vault reachability (sys/health of -vault-addr) for people
- *                      and monitoring; never part of readiness, because a
+ *                      and monitoring, probed at most once per interval
+ *                      (health-cache.ts); never part of readiness, because a
  *                      provider made unready by a Vault outage would only hide
  *                      the real error from the pods' FailedMount events
  *   GET /metrics       Prometheus text format
+ *
+ * Whoever reaches the port from elsewhere (a probe, a scraper, anything the
+ * network lets through) gets the status alone; the socket path, the Vault
+ * address and its version are shown only to a request on a loopback address
+ * (a person on the node, `kubectl port-forward`).
  */
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { healthAddrEnabled, parseListenAddress, type VaultDefaults } from '../config/config.js'
+import { healthAddrEnabled, parseListenAddress } from '../config/config.js'
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
-import { checkSocket, probeVaultHealth, type SocketCheck } from './health.js'
+import type { VaultHealth } from '../vault/resilience/health-probe.js'
+import { checkSocket, type SocketCheck } from './health.js'
+import type { HealthCache } from './health-cache.js'
 import { loadProviderClient, type ProviderProtos } from './proto.js'
 
 export interface OpsHttpServerOptions {
@@ -24,12 +32,37 @@ export interface OpsHttpServerOptions {
   socketPath: string
   metrics?: ProviderMetrics
   logger: Logger
-  /** The default Vault connection, for /health/vault (absent: the endpoint says so). */
-  vault?: VaultDefaults
+  /** The default Vault's health (-vault-addr), probed at most once per interval; absent: no default address. */
+  vaultHealth?: HealthCache
+  /** The default Vault address, shown on loopback requests. */
+  vaultAddress?: string
   /** Time limit of the readiness Version call. */
   readyTimeoutMs?: number
   /** The parsed services, shared with the gRPC server (parsed here when absent). */
   protos?: Pick<ProviderProtos, 'provider'>
+}
+
+/** Whether a request came in on a loopback address: a person on the node, not the network. */
+export function isLoopback(localAddress: string | undefined): boolean {
+  if (localAddress === undefined) return false
+  const v4 = localAddress.startsWith('::ffff:') ? localAddress.slice('::ffff:'.length) : localAddress
+  return v4 === '::1' || v4.startsWith('127.')
+}
+
+function vaultStatus(h: VaultHealth): string {
+  return h.healthy ? 'ok' : h.reachable ? 'degraded' : 'unreachable'
+}
+
+function vaultDetail(h: VaultHealth, address: string | undefined): Record<string, unknown> {
+  return {
+    status: vaultStatus(h),
+    address,
+    detail: h.detail,
+    httpStatus: h.status,
+    sealed: h.sealed,
+    standby: h.standby,
+    version: h.version,
+  }
 }
 
 export class OpsHttpServer {
@@ -68,61 +101,49 @@ export class OpsHttpServer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost')
-    const send = (status: number, type: string, body: string): void => {
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' })
-      res.end(req.method === 'HEAD' ? undefined : body)
-    }
-    const json = (status: number, body: unknown): void =>
-      send(status, 'application/json; charset=utf-8', JSON.stringify(body) + '\n')
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      json(405, { error: 'only GET and HEAD are served' })
-      return
-    }
-    switch (url.pathname) {
+    const answer = await this.answer(req.method ?? 'GET', url.pathname, isLoopback(req.socket.localAddress))
+    res.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store' })
+    res.end(req.method === 'HEAD' ? undefined : answer.body)
+  }
+
+  /** The answer to `method path`; `local`: asked on a loopback address, where details are shown. */
+  async answer(method: string, path: string, local: boolean): Promise<{ status: number; type: string; body: string }> {
+    const json = (status: number, body: unknown): { status: number; type: string; body: string } => ({
+      status,
+      type: 'application/json; charset=utf-8',
+      body: JSON.stringify(body) + '\n',
+    })
+    if (method !== 'GET' && method !== 'HEAD') return json(405, { error: 'only GET and HEAD are served' })
+    switch (path) {
       case '/health/live':
       case '/healthz':
-        json(200, { status: 'ok' })
-        return
+        return json(200, { status: 'ok' })
       case '/health/ready': {
         const check = await this.ready()
-        json(check.ok ? 200 : 503, {
-          status: check.ok ? 'ok' : 'unavailable',
-          socket: this.opts.socketPath,
-          detail: check.detail,
-        })
-        return
+        const status = check.ok ? 'ok' : 'unavailable'
+        return json(
+          check.ok ? 200 : 503,
+          local ? { status, socket: this.opts.socketPath, detail: check.detail } : { status },
+        )
       }
       case '/health/vault': {
-        const address = this.opts.vault?.address
-        if (!address || !this.opts.vault) {
-          json(200, {
+        if (!this.opts.vaultHealth) {
+          return json(200, {
             status: 'unknown',
             detail: 'no default Vault address (-vault-addr); each SecretProviderClass names its own',
           })
-          return
         }
-        const h = await probeVaultHealth({ address, namespace: this.opts.vault.namespace, tls: this.opts.vault.tls })
-        json(h.healthy ? 200 : 503, {
-          status: h.healthy ? 'ok' : h.reachable ? 'degraded' : 'unreachable',
-          address,
-          detail: h.detail,
-          httpStatus: h.status,
-          sealed: h.sealed,
-          standby: h.standby,
-          version: h.version,
-        })
-        return
+        const h = await this.opts.vaultHealth.get()
+        return json(h.healthy ? 200 : 503, local ? vaultDetail(h, this.opts.vaultAddress) : { status: vaultStatus(h) })
       }
-      case '/metrics': {
-        if (!this.opts.metrics) {
-          json(404, { error: 'metrics are not enabled' })
-          return
-        }
-        send(200, this.opts.metrics.contentType, await this.opts.metrics.render())
-        return
-      }
+      case '/metrics':
+        if (!this.opts.metrics) return json(404, { error: 'metrics are not enabled' })
+        return { status: 200, type: this.opts.metrics.contentType, body: await this.opts.metrics.render() }
       default:
-        json(404, { error: 'not found', endpoints: ['/health/live', '/health/ready', '/health/vault', '/metrics'] })
+        return json(404, {
+          error: 'not found',
+          endpoints: ['/health/live', '/health/ready', '/health/vault', '/metrics'],
+        })
     }
   }
 

@@ -12,6 +12,8 @@
 export interface FairCacheOptions<V> {
   /** Entries held at most, over all tenants. */
   maxEntries: number
+  /** Entries one tenant holds at most: past it, that tenant's own least recently used goes. */
+  maxEntriesPerTenant?: number
   /** Total size held at most, over all tenants (with `sizeOf`). */
   maxSize?: number
   sizeOf?: (value: V) => number
@@ -81,7 +83,15 @@ export class FairCache<V> {
     own.size += size
     this.byKey.set(key, slot)
     this.totalSize += size
+    const perTenant = this.opts.maxEntriesPerTenant
+    if (perTenant !== undefined && own.keys.size > perTenant) this.evict(own.keys.keys().next().value!)
     this.makeRoom(key)
+  }
+
+  private evict(key: string): void {
+    const slot = this.byKey.get(key)!
+    this.remove(key, slot)
+    this.opts.onEvict?.(slot.value, key, slot.tenant)
   }
 
   delete(key: string): boolean {
@@ -138,9 +148,7 @@ export class FairCache<V> {
       }
       // Only the entry just set is left: it alone is larger than the bound, so it does not stay.
       victim ??= keep
-      const slot = this.byKey.get(victim)!
-      this.remove(victim, slot)
-      this.opts.onEvict?.(slot.value, victim, slot.tenant)
+      this.evict(victim)
       if (victim === keep) return
     }
   }

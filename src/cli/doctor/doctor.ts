@@ -13,7 +13,6 @@ import { isProviderError } from '../../errors.js'
 import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../../config/flavour.js'
 import { readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
-import { probeVaultHealth } from '../../server/health.js'
 import { printable } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
@@ -22,7 +21,7 @@ import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
 import { hmacChecks } from './hmac-checks.js'
 import { rbacChecks } from './rbac-checks.js'
 import { socketChecks } from './socket-checks.js'
-import { FAIL_CLOCK_SKEW_MS, vaultChecks } from './vault-checks.js'
+import { FAIL_CLOCK_SKEW_MS, probeVaultOnce, vaultChecks } from './vault-checks.js'
 
 export type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
 
@@ -103,7 +102,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const authMount = settings.authMount
     const role = settings.roleName
     const audience = settings.audience
-    const health = await probeVaultHealth(conn)
+    const health = await probeVaultOnce(conn)
     results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
     if (health.reachable) {
       let jwt: string | undefined

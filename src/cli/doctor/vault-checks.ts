@@ -1,6 +1,8 @@
 /** Vault checks: reachable, TLS chain trusted, initialized and unsealed, active node, version, clock skew. */
 import type { VaultConnection } from '../../request/types.js'
-import type { VaultHealth } from '../../server/health.js'
+import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
+import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
+import { defaultTransportOptions, VaultTransport } from '../../vault/transport/transport.js'
 import { isTlsErrorCode, tlsFix } from '../../vault/transport/call-errors.js'
 import { ms } from '../output.js'
 import type { CheckResult, CheckStatus } from './check.js'
@@ -130,4 +132,30 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
     })
   }
   return out
+}
+
+/**
+ * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
+ * SNI, unix socket), with the one probe the breaker and `doctor` use
+ * (vault/health-probe.ts, where what counts as healthy is explained).
+ * Never throws.
+ */
+export async function probeVaultOnce(conn: VaultConnection, timeoutMs = 5000): Promise<VaultHealth> {
+  const started = Date.now()
+  let transport: VaultTransport
+  try {
+    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+  } catch (err) {
+    return {
+      reachable: false,
+      healthy: false,
+      detail: err instanceof Error ? err.message : String(err),
+      durationMs: Date.now() - started,
+    }
+  }
+  try {
+    return await probe(transport, timeoutMs)
+  } finally {
+    await transport.close()
+  }
 }

@@ -1,26 +1,25 @@
 /**
- * Fail fast while a Vault address is down.
+ * Fail fast while a Vault address is down — on evidence no pod can manufacture.
  *
- * Per Vault address: after `failureThreshold` connection failures in a row
- * (refused, reset, timed out), or one `503 sealed`, the address is open:
- * every Mount for it fails at once with UNAVAILABLE saying since when Vault
- * has been unreachable, instead of each pod holding a connection until its
- * deadline. While open, one probe at a time (GET sys/health, no token) checks
- * every `probeIntervalMs` after a short cool-down; the first healthy answer
- * closes the address again, so recovery is noticed within seconds.
+ * A Mount's failed call never counts by itself: a pod chooses its paths, and Vault answers 503 to
+ * some of them on demand, or a plugin behind a path can be made slow. A failure that may mean the
+ * address is down (no connection, no answer in time, 502/503/504) only makes the breaker ask Vault
+ * itself: the provider's own health probe (GET sys/health, no token) with the provider's own
+ * settings for that address — the operator's TLS for -vault-addr, none of a Mount's. The address
+ * opens when that probe finds it unreachable or sealed: every Mount for it then fails at once with
+ * UNAVAILABLE saying since when, instead of each pod holding a connection until its deadline. While
+ * open, one probe every `probeIntervalMs`; the first healthy answer closes it.
  *
- * The registry is a layer around every Vault call (login, read, renewal):
- * the session runs each call's retries with `hooks(connection)`, so the
- * breaker sees every call's typed outcome (call-errors.ts) as it happens.
- * Only connection failures and 502/503/504 count: a TLS misconfiguration of
- * one SecretProviderClass, or a 403, never closes the address for the others.
- * The composition root builds one registry and injects it (no module state).
+ * Probes are rate-limited per address (at most one in flight, one per interval), and the addresses
+ * tracked are bounded and fair between namespaces (util/fair-cache.ts). The registry is a layer
+ * around every Vault call's retries (`hooks()`). The composition root builds one and injects it.
  */
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultConnection } from '../../request/types.js'
 import type { Clock } from '../../util/deadline.js'
+import { FairCache } from '../../util/fair-cache.js'
 import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
 import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.js'
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
@@ -28,42 +27,39 @@ import { isConnectionFailure, type RetryHooks } from './retry.js'
 import { defaultTransportOptions, VaultTransport } from '../transport/transport.js'
 
 export interface BreakerOptions {
-  /** Connection failures in a row that open an address. */
-  failureThreshold: number
-  /** Minimum time an address stays open before the first probe. */
-  coolDownMs: number
-  /** Time between probes while open. */
+  /** Time between probes while open, and the least time between two probes of an address. */
   probeIntervalMs: number
   /** A probe that takes longer counts as unreachable. */
   probeTimeoutMs: number
-  /** An open address nobody asked for this long is forgotten (its probes stop). */
+  /** An address nobody asked for this long is forgotten (its probes stop). */
   idleForgetMs: number
-  /** At most this many addresses are tracked. */
+  /** At most this many addresses are tracked, and at most `maxAddressesPerTenant` for one namespace. */
   maxAddresses: number
+  maxAddressesPerTenant: number
 }
 
 export const DEFAULT_BREAKER_OPTIONS: BreakerOptions = {
-  failureThreshold: 3,
-  coolDownMs: 1_000,
   probeIntervalMs: 1_000,
   probeTimeoutMs: 2_000,
   idleForgetMs: 120_000,
   maxAddresses: 256,
+  maxAddressesPerTenant: 16,
 }
 
 export type ProbeOutcome = { healthy: true } | { healthy: false; sealed: boolean; cause: string }
 
-export type Prober = (conn: VaultConnection, timeoutMs: number) => Promise<ProbeOutcome>
+/** The provider's own health probe of an address, with its own settings for it. */
+export type Prober = (address: string, timeoutMs: number) => Promise<ProbeOutcome>
 
 interface AddressState {
-  conn: VaultConnection
-  consecutive: number
-  /** First failure of the current run of failures. */
+  address: string
+  /** When the probe first found it down (the current outage). */
   since: number | undefined
   lastCause: string
   sealed: boolean
   openedAt: number | undefined
   lastAskedAt: number
+  lastProbeAt: number | undefined
   probing: boolean
   timer: unknown
 }
@@ -72,28 +68,17 @@ function iso(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
-/** What a failed Vault call means for its address: down (counts), sealed (opens), or nothing. */
-export function failureKind(err: unknown): { kind: 'unreachable' | 'sealed'; cause: string } | undefined {
-  if (err instanceof VaultConnectionError) {
-    if (!isConnectionFailure(err)) return undefined
-    if (err.kind === 'timeout') return { kind: 'unreachable', cause: 'no answer in time' }
-    return { kind: 'unreachable', cause: `connection failed (${err.code})` }
-  }
-  if (!(err instanceof VaultHttpError)) return undefined
-  if (err.status === 503) {
-    if (err.sealed) return { kind: 'sealed', cause: 'Vault is sealed (503)' }
-    return { kind: 'unreachable', cause: 'Vault answered 503' }
-  }
-  if (err.status === 502 || err.status === 504)
-    return { kind: 'unreachable', cause: `a proxy in front of Vault answered ${err.status}` }
-  return undefined
+/** Whether a failed call may mean its address is down, so that the provider probes it. */
+export function mayBeDown(err: unknown): boolean {
+  if (err instanceof VaultConnectionError) return isConnectionFailure(err)
+  return err instanceof VaultHttpError && (err.status === 502 || err.status === 503 || err.status === 504)
 }
 
 export class BreakerRegistry {
   private readonly opts: BreakerOptions
   private readonly probe: Prober
   private readonly logger: Logger | undefined
-  private readonly states = new Map<string, AddressState>()
+  private readonly states: FairCache<AddressState>
   private readonly clock: Clock
   private readonly timers: Timers
   private closed = false
@@ -110,6 +95,11 @@ export class BreakerRegistry {
     this.logger = logger
     this.clock = time.clock ?? Date.now
     this.timers = time.timers ?? REAL_TIMERS
+    this.states = new FairCache<AddressState>({
+      maxEntries: this.opts.maxAddresses,
+      maxEntriesPerTenant: this.opts.maxAddressesPerTenant,
+      onEvict: (st) => this.stopProbing(st),
+    })
   }
 
   /** Addresses tracked (bounded by maxAddresses). */
@@ -118,71 +108,28 @@ export class BreakerRegistry {
   }
 
   isOpen(address: string): boolean {
-    return this.states.get(address)?.openedAt !== undefined
-  }
-
-  private state(conn: VaultConnection): AddressState {
-    let s = this.states.get(conn.address)
-    if (!s) {
-      if (this.states.size >= this.opts.maxAddresses) this.evictOne()
-      s = {
-        conn,
-        consecutive: 0,
-        since: undefined,
-        lastCause: '',
-        sealed: false,
-        openedAt: undefined,
-        lastAskedAt: this.clock(),
-        probing: false,
-        timer: undefined,
-      }
-      this.states.set(conn.address, s)
-    }
-    return s
-  }
-
-  private evictOne(): void {
-    // Prefer forgetting a closed address; otherwise the oldest.
-    for (const [address, s] of this.states) {
-      if (s.openedAt === undefined) {
-        this.forget(address)
-        return
-      }
-    }
-    const first = this.states.keys().next()
-    if (!first.done) this.forget(first.value)
-  }
-
-  private forget(address: string): void {
-    const s = this.states.get(address)
-    if (s?.timer !== undefined) this.timers.clearTimeout(s.timer)
-    this.states.delete(address)
+    return this.states.peek(address)?.openedAt !== undefined
   }
 
   /**
-   * The layer around one Vault call's retries: fail at once (instead of
-   * retrying) while the address is open, count the call's first failure
-   * (once per call, not per attempt, so one flaky path cannot open the
-   * address by itself), reset the count on success.
+   * The layer around one Vault call's retries for `tenant` (the Mount's namespace): fail at once
+   * (instead of retrying) while the address is open, and have the provider probe the address when
+   * a failure may mean it is down.
    */
-  hooks(connection: VaultConnection): RetryHooks {
+  hooks(connection: VaultConnection, tenant = ''): RetryHooks {
     return {
       beforeAttempt: (attempt) => {
         if (attempt > 1) this.admit(connection)
       },
-      onFailure: (err, attempt) => {
-        if (attempt === 1) this.recordFailure(connection, err)
-      },
-      onSuccess: () => this.recordSuccess(connection.address),
+      onFailure: (err) => this.recordFailure(connection, err, tenant),
     }
   }
 
   /** Throws UNAVAILABLE at once while `conn.address` is open. */
   admit(conn: VaultConnection): void {
-    const s = this.states.get(conn.address)
+    const s = this.states.peek(conn.address)
     if (!s || s.openedAt === undefined) return
     s.lastAskedAt = this.clock()
-    s.conn = conn
     const since = iso(s.since ?? s.openedAt)
     const what = s.sealed ? `has been sealed since ${since}` : `has been unreachable since ${since}`
     throw new ProviderError(
@@ -191,91 +138,89 @@ export class BreakerRegistry {
     )
   }
 
-  recordSuccess(address: string): void {
-    const s = this.states.get(address)
-    if (!s || s.openedAt !== undefined) return
-    s.consecutive = 0
-    s.since = undefined
-  }
-
-  /** A failed call whose cause is known; `err` is the raw client error. */
-  recordFailure(conn: VaultConnection, err: unknown): void {
-    const kind = failureKind(err)
-    if (!kind || this.closed) return
-    this.count(conn, kind.kind === 'sealed', kind.cause)
-  }
-
-  private count(conn: VaultConnection, sealed: boolean, cause: string): void {
-    const s = this.state(conn)
-    const now = this.clock()
-    s.lastAskedAt = now
-    s.lastCause = cause
-    s.since ??= now
-    s.consecutive += 1
-    if (s.openedAt !== undefined) {
-      s.sealed = sealed
-      return
+  /** A failed call: when it may mean the address is down, the provider probes it (at most once per interval). */
+  recordFailure(conn: VaultConnection, err: unknown, tenant = ''): void {
+    if (this.closed || !mayBeDown(err)) return
+    let s = this.states.get(conn.address)
+    if (s === undefined) {
+      s = {
+        address: conn.address,
+        since: undefined,
+        lastCause: '',
+        sealed: false,
+        openedAt: undefined,
+        lastAskedAt: this.clock(),
+        lastProbeAt: undefined,
+        probing: false,
+        timer: undefined,
+      }
+      this.states.set(tenant, conn.address, s)
     }
-    if (sealed || s.consecutive >= this.opts.failureThreshold) this.open(s, sealed)
+    s.lastAskedAt = this.clock()
+    if (s.probing || s.timer !== undefined) return
+    const wait = s.lastProbeAt === undefined ? 0 : Math.max(0, s.lastProbeAt + this.opts.probeIntervalMs - this.clock())
+    this.schedule(s, wait)
   }
 
-  private open(s: AddressState, sealed: boolean): void {
-    const now = this.clock()
-    s.openedAt = now
-    s.sealed = sealed
-    this.logger?.warn(
-      { vaultAddress: s.conn.address, since: iso(s.since ?? now), cause: s.lastCause, failures: s.consecutive },
-      'Vault unreachable: failing Mounts for this address fast until a probe succeeds',
-    )
-    this.schedule(s, this.opts.coolDownMs)
+  private stopProbing(s: AddressState): void {
+    if (s.timer !== undefined) this.timers.clearTimeout(s.timer)
+    s.timer = undefined
   }
 
   private schedule(s: AddressState, delayMs: number): void {
     if (this.closed) return
-    if (s.timer !== undefined) this.timers.clearTimeout(s.timer)
+    this.stopProbing(s)
     s.timer = this.timers.setTimeout(() => void this.runProbe(s), delayMs)
   }
 
   private async runProbe(s: AddressState): Promise<void> {
     s.timer = undefined
-    if (this.closed || this.states.get(s.conn.address) !== s) return
+    if (this.closed || this.states.peek(s.address) !== s) return
     if (this.clock() - s.lastAskedAt > this.opts.idleForgetMs) {
-      this.forget(s.conn.address)
-      return
-    }
-    if (s.probing) {
-      this.schedule(s, this.opts.probeIntervalMs)
+      this.states.delete(s.address)
       return
     }
     s.probing = true
+    s.lastProbeAt = this.clock()
     let outcome: ProbeOutcome
     try {
-      outcome = await this.probe(s.conn, this.opts.probeTimeoutMs)
+      outcome = await this.probe(s.address, this.opts.probeTimeoutMs)
     } catch (err) {
       outcome = { healthy: false, sealed: false, cause: `probe failed (${(err as Error).message})` }
     } finally {
       s.probing = false
     }
+    if (this.closed || this.states.peek(s.address) !== s) return
     if (outcome.healthy) {
-      const downMs = this.clock() - (s.since ?? s.openedAt ?? this.clock())
-      this.logger?.info(
-        { vaultAddress: s.conn.address, downMs },
-        'Vault reachable again: Mounts for this address go through',
-      )
+      if (s.openedAt !== undefined) {
+        this.logger?.info(
+          { vaultAddress: s.address, downMs: this.clock() - (s.since ?? s.openedAt) },
+          'Vault reachable again: Mounts for this address go through',
+        )
+      }
+      // Closed; kept (bounded) so that the next failure waits for the interval before probing again.
       s.openedAt = undefined
-      s.consecutive = 0
       s.since = undefined
       s.sealed = false
       return
     }
     s.sealed = outcome.sealed
     s.lastCause = outcome.cause
+    if (s.openedAt === undefined) {
+      s.openedAt = this.clock()
+      s.since = s.openedAt
+      this.logger?.warn(
+        { vaultAddress: s.address, since: iso(s.since), cause: s.lastCause },
+        'Vault unreachable: failing Mounts for this address fast until a probe succeeds',
+      )
+    }
     this.schedule(s, this.opts.probeIntervalMs)
   }
 
   close(): void {
     this.closed = true
-    for (const address of [...this.states.keys()]) this.forget(address)
+    for (const [, st] of this.states.entries()) this.stopProbing(st)
+    this.states.clear()
   }
 }
 
@@ -284,10 +229,13 @@ export class BreakerRegistry {
  * transport built for the occasion. The composition root passes a prober on
  * the shared transports instead, so that probes are reported like any call.
  */
-export async function probeHealth(conn: VaultConnection, timeoutMs: number): Promise<ProbeOutcome> {
+export async function probeHealth(address: string, timeoutMs: number): Promise<ProbeOutcome> {
   let transport: VaultTransport
   try {
-    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+    transport = await VaultTransport.create(
+      { address, tls: { skipVerify: false } },
+      defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+    )
   } catch {
     // Unreadable TLS files: a configuration problem, not an outage.
     return { healthy: true }

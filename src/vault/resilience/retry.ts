@@ -103,7 +103,6 @@ export interface RetryHooks {
   beforeAttempt?(attempt: number): void
   /** Called after a failed attempt, whether or not it will be retried. */
   onFailure?(err: unknown, attempt: number, decision: RetryDecision): void
-  onSuccess?(): void
   /** Called before waiting; for logs. */
   onRetry?(attempt: number, delayMs: number, reason: string): void
 }
@@ -146,9 +145,7 @@ export async function withRetry<T>(
   for (let n = 1; ; n++) {
     hooks.beforeAttempt?.(n)
     try {
-      const value = await attempt(n)
-      hooks.onSuccess?.()
-      return value
+      return await attempt(n)
     } catch (err) {
       const decision = retryDecision(err)
       hooks.onFailure?.(err, n, decision)

@@ -147,11 +147,10 @@ export class VaultSession {
 
   /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
   private retried<T>(call: () => Promise<T>, deadline: Deadline, callName: string): Promise<T> {
-    const breaker = this.breakers?.hooks(this.identity.connection)
+    const breaker = this.breakers?.hooks(this.identity.connection, this.identity.pod.namespace)
     const hooks: RetryHooks = {
       beforeAttempt: breaker?.beforeAttempt,
       onFailure: breaker?.onFailure,
-      onSuccess: breaker?.onSuccess,
       onRetry: (attempt, delayMs, reason) =>
         this.logger.debug({ call: callName, attempt, delayMs, reason }, 'retrying Vault call'),
     }

@@ -6,7 +6,7 @@ import type { VaultConnection } from '../../../../src/request/types.js'
 import { Deadline } from '../../../../src/util/deadline.js'
 import {
   BreakerRegistry,
-  failureKind,
+  mayBeDown,
   probeHealth,
   probeOutcome,
   type ProbeOutcome,
@@ -19,49 +19,54 @@ const conn: VaultConnection = { address: 'https://vault.example:8200', tls: { sk
 const refused = new VaultConnectionError('refused', 'ECONNREFUSED', 'connection failed (ECONNREFUSED)')
 const sealed = new VaultHttpError(503, ['Vault is sealed'])
 
-t.test('failure kinds', async (t) => {
-  t.same(failureKind(refused), { kind: 'unreachable', cause: 'connection failed (ECONNREFUSED)' })
-  t.same(failureKind(new VaultConnectionError('timeout', 'ETIMEDOUT', 'x')), {
-    kind: 'unreachable',
-    cause: 'no answer in time',
-  })
-  t.equal(failureKind(sealed)?.kind, 'sealed')
-  t.same(failureKind(new VaultHttpError(503, [])), { kind: 'unreachable', cause: 'Vault answered 503' })
-  t.equal(failureKind(new VaultHttpError(502, []))?.kind, 'unreachable')
-  t.equal(failureKind(new VaultHttpError(500, [])), undefined, 'Vault answered: it is up')
-  t.equal(failureKind(new VaultHttpError(403, [])), undefined)
-  t.equal(failureKind(new VaultConnectionError('tls', 'CERT_HAS_EXPIRED', 'x')), undefined, 'TLS is configuration')
-  t.equal(failureKind({ response: { statusCode: 503 } }), undefined, 'no library error shape is read')
+t.test('what may mean an address is down: connection failures, timeouts, 502/503/504', async (t) => {
+  t.equal(mayBeDown(refused), true)
+  t.equal(mayBeDown(new VaultConnectionError('timeout', 'ETIMEDOUT', 'x')), true)
+  t.equal(mayBeDown(sealed), true)
+  t.equal(mayBeDown(new VaultHttpError(502, [])), true)
+  t.equal(mayBeDown(new VaultHttpError(500, [])), false, 'Vault answered: it is up')
+  t.equal(mayBeDown(new VaultHttpError(403, [])), false)
+  t.equal(mayBeDown(new VaultConnectionError('tls', 'CERT_HAS_EXPIRED', 'x')), false, 'TLS is configuration')
+  t.equal(mayBeDown({ response: { statusCode: 503 } }), false, 'no library error shape is read')
 })
 
-t.test('opens after repeated failures, fails fast saying since when, closes on a healthy probe', async (t) => {
+/** A breaker on manual time whose probe answers what `verdict()` says, and counts its probes. */
+function breaker(verdict: () => ProbeOutcome) {
   const time = new ManualTime()
-  let healthy = false
-  let probes = 0
-  let concurrent = 0
-  let maxConcurrent = 0
-  let release: (() => void) | undefined
-  const probe = async (): Promise<ProbeOutcome> => {
-    probes++
-    concurrent++
-    maxConcurrent = Math.max(maxConcurrent, concurrent)
-    await new Promise<void>((r) => (release = r))
-    concurrent--
-    return healthy ? { healthy: true } : { healthy: false, sealed: false, cause: 'connection failed (ECONNREFUSED)' }
-  }
-  const b = new BreakerRegistry({ failureThreshold: 3, coolDownMs: 20, probeIntervalMs: 20 }, probe, undefined, {
-    clock: time.clock,
-    timers: time,
-  })
+  const probed: string[] = []
+  const b = new BreakerRegistry(
+    { probeIntervalMs: 1000 },
+    async (address) => {
+      probed.push(address)
+      return verdict()
+    },
+    undefined,
+    { clock: time.clock, timers: time },
+  )
+  return { b, time, probed }
+}
+
+t.test("a Mount's failures never open the address while the provider's own probe finds Vault healthy", async (t) => {
+  const { b, time, probed } = breaker(() => ({ healthy: true }))
   t.teardown(() => b.close())
-  b.recordFailure(conn, refused)
-  b.recordFailure(conn, refused)
-  t.doesNotThrow(() => b.admit(conn), 'still closed below the threshold')
-  b.recordSuccess(conn.address)
-  b.recordFailure(conn, refused)
-  b.recordFailure(conn, refused)
-  t.doesNotThrow(() => b.admit(conn), 'a success resets the count')
-  b.recordFailure(conn, refused)
+  for (let i = 0; i < 100; i++) {
+    b.recordFailure(conn, new VaultHttpError(503, ['chosen path answers 503']), 'attacker')
+    await time.advance(10)
+  }
+  t.notOk(b.isOpen(conn.address))
+  t.doesNotThrow(() => b.admit(conn))
+  t.ok(probed.length >= 1 && probed.length <= 2, `probes are rate-limited (${probed.length} for 100 failures in 1 s)`)
+})
+
+t.test('the probe finding Vault unreachable opens the address; a healthy probe closes it', async (t) => {
+  let healthy = false
+  const { b, time, probed } = breaker(() =>
+    healthy ? { healthy: true } : { healthy: false, sealed: false, cause: 'connection failed (ECONNREFUSED)' },
+  )
+  t.teardown(() => b.close())
+  b.recordFailure(conn, refused, 'ns')
+  t.notOk(b.isOpen(conn.address), 'not before the probe has answered')
+  await time.advance(0)
   t.ok(b.isOpen(conn.address))
   const err = t.throws(() => b.admit(conn)) as ProviderError
   t.equal(err.code, 'VAULT_UNAVAILABLE')
@@ -69,75 +74,53 @@ t.test('opens after repeated failures, fails fast saying since when, closes on a
     err.message,
     /Vault at "https:\/\/vault\.example:8200" has been unreachable since 2023-11-14T22:13:20Z \(last: connection failed \(ECONNREFUSED\)\)/,
   )
-  t.equal(probes, 0, 'no probe before the cool-down')
-  await time.advance(20)
-  t.equal(probes, 1, 'the first probe after the cool-down')
-  await time.advance(100)
-  t.equal(probes, 1, 'no second probe while one is running')
-  release!()
-  await time.advance(20)
-  t.equal(probes, 2, 'probed again after the interval')
-  t.equal(maxConcurrent, 1, 'one probe at a time')
+  await time.advance(1000)
+  t.equal(probes(probed), 2, 'probed again after the interval')
   healthy = true
-  release!()
-  await time.advance(20)
-  release!()
-  await time.advance(0)
+  await time.advance(1000)
   t.notOk(b.isOpen(conn.address), 'closed after a healthy probe')
   t.doesNotThrow(() => b.admit(conn))
 })
 
-t.test('sealed opens at once', async (t) => {
-  const time = new ManualTime()
-  const b = new BreakerRegistry(
-    { coolDownMs: 10_000 },
-    async () => ({ healthy: false, sealed: true, cause: 'Vault is sealed (503)' }),
-    undefined,
-    { clock: time.clock, timers: time },
-  )
+function probes(probed: string[]): number {
+  return probed.length
+}
+
+t.test('a sealed Vault opens the address as sealed', async (t) => {
+  const { b, time } = breaker(() => ({ healthy: false, sealed: true, cause: 'Vault is sealed (503)' }))
   t.teardown(() => b.close())
   b.recordFailure(conn, sealed)
+  await time.advance(0)
   t.throws(() => b.admit(conn), /has been sealed since/)
 })
 
-t.test('as a layer around a call: counts the first failure of each call, stops retries once open', async (t) => {
-  const time = new ManualTime()
-  const b = new BreakerRegistry(
-    { failureThreshold: 2, coolDownMs: 60_000 },
-    async () => ({ healthy: true }),
-    undefined,
-    {
-      clock: time.clock,
-      timers: time,
-    },
-  )
+t.test('as a layer around a call: stops retries once the address is open', async (t) => {
+  const { b, time } = breaker(() => ({ healthy: false, sealed: false, cause: 'connection failed (ECONNREFUSED)' }))
   t.teardown(() => b.close())
   let attempts = 0
-  const call = (): Promise<unknown> =>
-    withRetry(
-      async () => {
-        attempts++
-        throw refused
-      },
-      Deadline.in(60_000),
-      { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0 },
-      b.hooks(conn),
-      async () => undefined,
-    )
-  await t.rejects(call(), refused)
-  t.equal(attempts, 5, 'a closed address: every attempt made')
-  t.notOk(b.isOpen(conn.address), 'one call counts once')
-  attempts = 0
-  const second = (await call().catch((e: unknown) => e)) as ProviderError
-  t.equal(second.code, 'VAULT_UNAVAILABLE', 'the second call opened the address: the retry failed fast')
-  t.equal(attempts, 1)
+  const call = withRetry(
+    async () => {
+      attempts++
+      // The probe answers between attempts.
+      await time.advance(0)
+      throw refused
+    },
+    Deadline.in(60_000),
+    { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0 },
+    b.hooks(conn, 'ns'),
+    async () => undefined,
+  )
+  const err = (await call.catch((e: unknown) => e)) as ProviderError
+  t.equal(err.code, 'VAULT_UNAVAILABLE', 'the retry failed fast once the probe opened the address')
+  t.equal(attempts, 2, 'the attempt after the probe answered was the last')
 })
 
-t.test('bounded', async (t) => {
-  const b = new BreakerRegistry({ maxAddresses: 3, failureThreshold: 100 }, async () => ({ healthy: true }))
+t.test('bounded, and fair between namespaces', async (t) => {
+  const b = new BreakerRegistry({ maxAddresses: 8, maxAddressesPerTenant: 3 }, async () => ({ healthy: true }))
   t.teardown(() => b.close())
-  for (let i = 0; i < 50; i++) b.recordFailure({ ...conn, address: `https://v${i}:8200` }, refused)
-  t.ok(b.size <= 3)
+  b.recordFailure({ ...conn, address: 'https://victim:8200' }, refused, 'victim')
+  for (let i = 0; i < 50; i++) b.recordFailure({ ...conn, address: `https://v${i}:8200` }, refused, 'attacker')
+  t.ok(b.size <= 4, `${b.size} addresses tracked`)
 })
 
 t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t) => {
@@ -171,10 +154,10 @@ t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t
     return new Promise<void>((r) => server.close(() => r()))
   })
   const port = (server.address() as { port: number }).port
-  const tlsMismatch = await probeHealth({ address: `https://127.0.0.1:${port}`, tls: { skipVerify: false } }, 2000)
+  const tlsMismatch = await probeHealth(`https://127.0.0.1:${port}`, 2000)
   t.same(tlsMismatch, { healthy: true }, 'reachable: the problem is configuration')
-  const plain = await probeHealth({ address: `http://127.0.0.1:${port}`, tls: { skipVerify: false } }, 2000)
+  const plain = await probeHealth(`http://127.0.0.1:${port}`, 2000)
   t.same(plain, { healthy: true }, 'sys/health answered 200')
-  const nothing = await probeHealth({ address: 'http://127.0.0.1:1', tls: { skipVerify: false } }, 2000)
+  const nothing = await probeHealth('http://127.0.0.1:1', 2000)
   t.match(nothing, { healthy: false, sealed: false, cause: /connection failed \(ECONNREFUSED\)/ })
 })
