@@ -1,4 +1,5 @@
 import t from 'tap'
+import { unprintableKind } from '../../../src/util/printable.js'
 import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { thrown } from '../../support/thrown.js'
 import { status as GrpcStatus } from '@grpc/grpc-js'
@@ -618,7 +619,7 @@ t.test('parameters that become a header or the TLS name are validated where they
     const err = providerError(() => parseMountRequest(request({ vaultNamespace: bad }), DEFAULTS))
     t.equal(err.code, 'BAD_PARAMETER', JSON.stringify(bad))
     t.match(err.message, /^parameter "vaultNamespace" .* may hold only|must be a path/, JSON.stringify(bad))
-    t.notMatch(err.message, /[\r\n\u0000]/, 'the message itself carries no control character')
+    t.equal(unprintableKind(err.message), undefined, 'the message itself carries no control character')
   }
   for (const good of ['team-a', 'admin/team-a', 'admin/team-a/']) {
     t.equal(parseMountRequest(request({ vaultNamespace: good }), DEFAULTS).vault.namespace, good)
