@@ -34,6 +34,7 @@ const PROVIDER_STRING_FLAGS = [
   ['hmac-secret-name', 'object-version key Secret (default vault-csi-provider-hmac-key)'],
   ['kube-api-url', 'Kubernetes API URL, e.g. http://127.0.0.1:8001 behind kubectl proxy'],
   ['kube-service-account-dir', 'service-account directory for the Kubernetes API'],
+  ['vault-addr-allowlist', "the provider's -vault-addr-allowlist (comma-separated): the CLI sends nothing elsewhere"],
 ] as const
 
 function camel(flag: string): string {
@@ -126,6 +127,10 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .option('--show-values', 'print the file contents (secrets!)')
     .option('--json', 'machine-readable output')
     .option('--timeout <duration>', 'Mount timeout', '60s')
+    .option(
+      '--yes',
+      'accept what the file decides about a --token-from-kubectl token (namespace, audience, Vault address)',
+    )
     .addOption(new Option('--log-level <level>', "the provider's JSON log on stderr (--in-process)").default('off'))
   addProviderFlags(mount).action(async (spcFile: string, opts: Record<string, unknown>) => {
     const result = await runMountCommand(
@@ -146,6 +151,7 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
         showValues: opts.showValues === true,
         json: opts.json === true,
         timeout: opts.timeout as string,
+        yes: opts.yes === true,
         logLevel: opts.logLevel as string,
         providerFlags: providerArgv(opts),
       },
@@ -166,6 +172,10 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .option('-n, --namespace <ns>', 'namespace of --service-account')
     .option('--service-account <name>', 'service account for --token-from-kubectl')
     .option('--audience <aud>', 'token audience (default vault)')
+    .option(
+      '--yes',
+      'accept what --spc decides about a --token-from-kubectl token (namespace, audience, Vault address)',
+    )
     .option('--json', 'machine-readable output')
   addProviderFlags(doctor).action(async (opts: Record<string, unknown>) => {
     const result = await runDoctorCommand(
@@ -179,6 +189,7 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
         serviceAccount: opts.serviceAccount as string | undefined,
         audience: opts.audience as string | undefined,
         json: opts.json === true,
+        yes: opts.yes === true,
         providerFlags: providerArgv(opts),
       },
       style,
@@ -196,10 +207,8 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
       '--provider <name>',
       'spec.provider of the SecretProviderClasses to check (default: vault and openbao, each with its own parameter names)',
     )
-    .option('--vault-addr-allowlist <list>', "the provider's -vault-addr-allowlist (comma-separated)")
   addProviderFlags(lint).action(async (paths: string[], opts: Record<string, unknown>) => {
     const flags = providerArgv(opts)
-    if (typeof opts.vaultAddrAllowlist === 'string') flags.push(`--vault-addr-allowlist=${opts.vaultAddrAllowlist}`)
     const result = await runLintCommand(
       paths,
       {

@@ -7,7 +7,14 @@
 import * as grpc from '@grpc/grpc-js'
 import { pino } from 'pino'
 import { buildMountService } from '../app.js'
-import { ConfigError, loadConfig, LOG_LEVELS, parseDurationMs, type LogLevel } from '../config/config.js'
+import {
+  ConfigError,
+  loadConfig,
+  LOG_LEVELS,
+  parseDurationMs,
+  type LogLevel,
+  type ProviderConfig,
+} from '../config/config.js'
 import { isProviderError } from '../errors.js'
 import { createLogger } from '../observability/logger.js'
 import type { VaultCallEvent, VaultObserver } from '../observability/vault-observer.js'
@@ -15,6 +22,8 @@ import { grpcStatusName, mountStatusName } from '../server/grpc-status.js'
 import { loadProviderClient } from '../server/proto.js'
 import { Deadline } from '../util/deadline.js'
 import { printable } from '../util/printable.js'
+import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
+import { chosen, confirmMinting } from './minting.js'
 import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
 import { buildAttributes, readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
 
@@ -35,6 +44,8 @@ export interface MountCommandOptions {
   json?: boolean
   timeout: string
   logLevel: string
+  /** Accept what the file decides about a minted token without a prompt (it is still shown). */
+  yes?: boolean
   /** Daemon flags for --in-process, passed to the daemon's own flag parser. */
   providerFlags: string[]
 }
@@ -145,18 +156,22 @@ async function mountViaSocket(
   }
 }
 
+/** The daemon's flags as the CLI was given them, through the daemon's own parser. */
+function loadCliConfig(flags: string[]): ProviderConfig {
+  try {
+    return loadConfig(flags, process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message)
+    throw err
+  }
+}
+
 async function mountInProcess(
   opts: MountCommandOptions,
   req: { attributes: string; secrets: string; permission: string },
   timeoutMs: number,
 ): Promise<MountView> {
-  let config
-  try {
-    config = loadConfig(opts.providerFlags, process.env)
-  } catch (err) {
-    if (err instanceof ConfigError) throw new UsageError(err.message)
-    throw err
-  }
+  const config = loadCliConfig(opts.providerFlags)
   if (!(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
   }
@@ -258,17 +273,43 @@ export async function runMountCommand(
     )
   }
   const overrides = parseParams(opts.param)
-  const namespace = opts.namespace ?? spc.namespace ?? 'default'
-  const audience = opts.audience ?? overrides.audience ?? spc.parameters.audience ?? 'vault'
+  const namespace = chosen(opts.namespace, spc.namespace, 'default')
+  const audience = chosen(opts.audience ?? overrides.audience, spc.parameters.audience, 'vault')
   if (opts.tokenFile && opts.tokenFromKubectl) throw new UsageError('use either --token-file or --token-from-kubectl')
   let jwt: string | undefined
   if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
-  else if (opts.tokenFromKubectl)
-    jwt = await withProgress('kubectl create token', tokenFromKubectl(namespace, opts.serviceAccount, audience))
+  else if (opts.tokenFromKubectl) {
+    const config = loadCliConfig(opts.providerFlags)
+    const address = overrides.vaultAddress ?? spc.parameters.vaultAddress
+    const destination = chosen(
+      overrides.vaultAddress,
+      spc.parameters.vaultAddress,
+      opts.inProcess ? (config.vault.address ?? 'no Vault address') : "the provider's default Vault (-vault-addr)",
+    )
+    await confirmMinting(
+      {
+        namespace,
+        serviceAccount: opts.serviceAccount,
+        audience,
+        destination,
+        vaultAddress: address ?? (opts.inProcess ? config.vault.address : undefined),
+      },
+      {
+        yes: opts.yes === true,
+        allowlist: new AddressAllowlist(config.vaultAddrAllowlist),
+        input: process.stdin,
+        output: process.stderr,
+      },
+    )
+    jwt = await withProgress(
+      'kubectl create token',
+      tokenFromKubectl(namespace.value, opts.serviceAccount, audience.value),
+    )
+  }
   const attributes = buildAttributes(
     spc,
-    { namespace, name: opts.podName, uid: opts.podUid, serviceAccount: opts.serviceAccount },
-    jwt === undefined ? undefined : { audience, jwt },
+    { namespace: namespace.value, name: opts.podName, uid: opts.podUid, serviceAccount: opts.serviceAccount },
+    jwt === undefined ? undefined : { audience: audience.value, jwt },
     overrides,
   )
   const req = { attributes: JSON.stringify(attributes), secrets: 'null', permission: parseMode(opts.permission) }
@@ -313,7 +354,7 @@ export async function runMountCommand(
       ok: view.ok,
       via: opts.inProcess ? 'in-process' : 'socket',
       secretProviderClass: spc.name,
-      pod: { namespace, name: opts.podName, serviceAccount: opts.serviceAccount },
+      pod: { namespace: namespace.value, name: opts.podName, serviceAccount: opts.serviceAccount },
       durationMs: view.durationMs,
       files: files.map((f) => ({
         path: f.path,
@@ -340,7 +381,7 @@ export async function runMountCommand(
 
   const lines: string[] = []
   // What the class, the pod and the provider's answer name is shown through printable(), before any styling.
-  const who = printable(`pod ${namespace}/${opts.podName} (service account ${opts.serviceAccount})`)
+  const who = printable(`pod ${namespace.value}/${opts.podName} (service account ${opts.serviceAccount})`)
   const spcName = printable(spc.name)
   if (view.ok) {
     lines.push(

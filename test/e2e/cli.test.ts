@@ -131,7 +131,7 @@ t.test(
 t.test('mount through the socket with a kubectl token, and in-process: the same files and versions', async (t) => {
   const pod = await w.createPod(ns, 'cli-pod', { spc: 'cli-spc' })
   const identity = [`--namespace=${ns}`, '--service-account=app', `--pod-name=${pod.name}`, `--pod-uid=${pod.uid}`]
-  const viaSocket = await cli([
+  const mountArgs = [
     'mount',
     spcFile,
     '--socket',
@@ -139,7 +139,14 @@ t.test('mount through the socket with a kubectl token, and in-process: the same 
     ...identity,
     '--token-from-kubectl',
     '--json',
-  ])
+  ]
+  // The file names the Vault address the operator's minted token would go to: shown, and not
+  // minted without a confirmation (no terminal here, so --yes).
+  const unconfirmed = await cli(mountArgs)
+  t.equal(unconfirmed.code, 2, 'a usage error', { stdout: unconfirmed.stdout, stderr: unconfirmed.stderr })
+  t.match(unconfirmed.stderr, /the SecretProviderClass file chose the Vault address: not confirmed/)
+  t.match(unconfirmed.stderr, `send it to ${w.bao.addr}`)
+  const viaSocket = await cli([...mountArgs, '--yes'])
   t.equal(viaSocket.code, 0, 'exit 0', { stdout: viaSocket.stdout, stderr: viaSocket.stderr })
   const socketOut = JSON.parse(viaSocket.stdout)
   t.equal(socketOut.ok, true)
@@ -174,6 +181,35 @@ t.test('mount through the socket with a kubectl token, and in-process: the same 
   const again = await cli([...doctorBase(), `--kube-service-account-dir=${w.provider().serviceAccountDir}`])
   t.match(checks(again).get('hmac.key'), { status: 'pass', detail: /holds a 32-byte key/ }, 'the Secret exists now')
 })
+
+t.test(
+  "a tenant's file never makes doctor mint a token silently; an address outside the allow-list gets nothing",
+  async (t) => {
+    const base = [
+      'doctor',
+      '--socket',
+      join(w.node().providerDir, 'vault.sock'),
+      '--spc',
+      spcFile,
+      `--kube-api-url=${w.cluster.url}`,
+      '--token-from-kubectl',
+      '--service-account=app',
+      '--json',
+    ]
+    const fromFile = await cli(base)
+    t.equal(fromFile.code, 2, 'namespace and address from the file: refused without --yes')
+    t.match(fromFile.stderr, `kubectl will mint a token for service account ${ns}/app`)
+    t.match(fromFile.stderr, /the SecretProviderClass file chose the namespace, Vault address: not confirmed/)
+    const outside = await cli([...base, '--yes', '--vault-addr-allowlist=https://vault.elsewhere:8200'])
+    t.equal(outside.code, 1)
+    t.match(checks(outside).get('vault.reachable'), {
+      status: 'fail',
+      detail: `${w.bao.addr} is not in --vault-addr-allowlist; nothing was sent there`,
+    })
+    const confirmed = await cli([...base, '--yes', `--vault-addr-allowlist=${w.bao.addr}`])
+    t.equal(checks(confirmed).get('auth.login')?.status, 'pass', confirmed.stdout)
+  },
+)
 
 t.test('doctor as an identity without the RBAC: the 403 and what to grant', async (t) => {
   const run = await cli([...doctorBase(), `--kube-service-account-dir=${await saDir('no-rbac')}`])

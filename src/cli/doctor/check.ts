@@ -20,6 +20,8 @@ export interface DoctorOptions {
   serviceAccount?: string
   audience?: string
   json?: boolean
+  /** Accept what a SecretProviderClass file decides about a minted token without a prompt (it is still shown). */
+  yes?: boolean
   /** Daemon flags (-vault-addr, TLS, -vault-mount, -hmac-*, -kube-*), parsed by the daemon's own parser. */
   providerFlags: string[]
   /** Largest clock difference with Vault that passes (ms). */

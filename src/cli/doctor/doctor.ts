@@ -16,6 +16,8 @@ import { parseVaultSettings, type VaultSettings } from '../../request/parse-requ
 import { printable } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
+import { AddressAllowlist } from '../../vault/transport/address-allowlist.js'
+import { chosen, confirmMinting } from '../minting.js'
 import { authChecks } from './auth-checks.js'
 import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
 import { hmacChecks } from './hmac-checks.js'
@@ -72,13 +74,15 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
   // parameters, precedence over the flags, TLS client certificate and vaultSkipTLSVerify spelling.
   const spc = opts.spc ? await readSecretProviderClass(opts.spc) : undefined
   const parameters = spc?.parameters ?? {}
-  const podNamespace = opts.namespace ?? spc?.namespace
 
   const results: CheckResult[] = []
   results.push(...(await socketChecks(opts.socket)))
 
   // A provider: openbao class is read with OpenBao's parameter names, as its Mounts are.
-  const target = doctorTarget(parameters, config.vault, opts, flavourOfProvider(spc?.provider) ?? DEFAULT_FLAVOUR)
+  const flavour = flavourOfProvider(spc?.provider) ?? DEFAULT_FLAVOUR
+  const target = doctorTarget(parameters, config.vault, opts, flavour)
+  // The daemon's -vault-addr-allowlist, given to the CLI: nothing is sent anywhere else.
+  const allowlist = new AddressAllowlist(config.vaultAddrAllowlist)
   if (target.kind === 'no-address') {
     results.push({
       id: 'vault.reachable',
@@ -96,6 +100,14 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
         ? 'use an address such as https://vault.example:8200'
         : 'fix the SecretProviderClass parameter (or provider flag) the message names',
     })
+  } else if (!allowlist.allowsAny && !allowlist.allows(target.settings.vault.address)) {
+    results.push({
+      id: 'vault.reachable',
+      title: 'Vault is reachable',
+      status: 'fail',
+      detail: `${target.settings.vault.address} is not in --vault-addr-allowlist; nothing was sent there`,
+      fix: 'check the address the SecretProviderClass names; only addresses in the allow-list are contacted',
+    })
   } else {
     const settings = target.settings
     const conn = settings.vault
@@ -109,7 +121,16 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
       if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
       else if (opts.tokenFromKubectl) {
         if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
-        jwt = await tokenFromKubectl(podNamespace ?? 'default', opts.serviceAccount, audience)
+        const fileParameters = new Map(Object.entries(parameters))
+        const plan = {
+          namespace: chosen(opts.namespace, spc?.namespace, 'default'),
+          serviceAccount: opts.serviceAccount,
+          audience: chosen(opts.audience, readParameter(fileParameters, 'audience', flavour)?.value, audience),
+          destination: chosen(undefined, readParameter(fileParameters, 'address', flavour)?.value, conn.address),
+          vaultAddress: conn.address,
+        }
+        await confirmMinting(plan, { yes: opts.yes === true, allowlist, input: process.stdin, output: process.stderr })
+        jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)
       }
       results.push(...(await authChecks(conn, authMount, role, jwt)))
     } else {
