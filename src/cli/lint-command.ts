@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../config/config.js'
 import { lintMarkdown, lintYaml, type LintOptions, type LintProblem, type LintResult } from '../lint/spc-lint.js'
 import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { EXIT, UsageError, type Style } from './output.js'
-import { printable } from '../util/printable.js'
+import { printable, printableJson } from '../util/printable.js'
 import type { CommandResult } from './mount-command.js'
 
 export interface LintCommandOptions {
@@ -127,7 +127,7 @@ export async function runLintCommand(
       warnings,
       problems,
     }
-    return { exitCode, stdout: printable(JSON.stringify(doc, null, 2)) + '\n', stderr: '' }
+    return { exitCode, stdout: printableJson(JSON.stringify(doc, null, 2)) + '\n', stderr: '' }
   }
   const line = (p: LintProblem): string => {
     const label = p.severity === 'error' ? style.red('error') : style.yellow('warning')

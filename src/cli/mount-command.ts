@@ -21,7 +21,7 @@ import type { VaultCallEvent, VaultObserver } from '../observability/vault-obser
 import { grpcStatusName, mountStatusName } from '../server/grpc-status.js'
 import { loadProviderClient } from '../server/proto.js'
 import { Deadline } from '../util/deadline.js'
-import { printable } from '../util/printable.js'
+import { printable, printableJson } from '../util/printable.js'
 import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { chosen, confirmMinting } from './minting.js'
 import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
@@ -334,7 +334,7 @@ export async function runMountCommand(
         ? {
             exitCode: EXIT.UNREACHABLE,
             stdout:
-              printable(
+              printableJson(
                 JSON.stringify(
                   { ok: false, via: 'socket', error: { grpcCode: 'UNAVAILABLE', message: err.message } },
                   null,
@@ -376,7 +376,7 @@ export async function runMountCommand(
         : {}),
       ...(view.error ? { error: view.error } : {}),
     }
-    return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: printable(JSON.stringify(out, null, 2)) + '\n' }
+    return { exitCode: view.ok ? EXIT.OK : EXIT.FAILED, stdout: printableJson(JSON.stringify(out, null, 2)) + '\n' }
   }
 
   const lines: string[] = []

@@ -28,3 +28,11 @@ const SHORT: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t'
 export function printable(text: string): string {
   return text.replace(UNPRINTABLE, (c) => SHORT[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }
+
+// What JSON.stringify leaves raw: DEL, C1, the separators and the bidirectional characters.
+const UNPRINTABLE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+
+/** JSON text (JSON.stringify's output) with what JSON leaves raw escaped too; still the same JSON. */
+export function printableJson(json: string): string {
+  return json.replace(UNPRINTABLE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}

@@ -13,7 +13,7 @@ import { isProviderError } from '../../errors.js'
 import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../../config/flavour.js'
 import { readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
-import { printable } from '../../util/printable.js'
+import { printable, printableJson } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
 import { AddressAllowlist } from '../../vault/transport/address-allowlist.js'
@@ -183,7 +183,7 @@ export async function runDoctorCommand(
   if (opts.json) {
     return {
       exitCode,
-      stdout: printable(JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2)) + '\n',
+      stdout: printableJson(JSON.stringify({ ok: exitCode === EXIT.OK, checks: results }, null, 2)) + '\n',
     }
   }
   return { exitCode, stdout: renderDoctor(results, style) }

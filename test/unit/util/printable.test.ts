@@ -1,6 +1,6 @@
 // What reaches a person is free of terminal controls and bidirectional formatting.
 import t from 'tap'
-import { printable, unprintableKind } from '../../../src/util/printable.js'
+import { printable, printableJson, unprintableKind } from '../../../src/util/printable.js'
 
 t.test('every C0, DEL, C1 and bidirectional character becomes a visible JSON-style escape', async (t) => {
   t.equal(printable('a\u001b[31mred\u0007'), 'a\\u001b[31mred\\u0007')
@@ -24,4 +24,11 @@ t.test('unprintableKind tells a control from a bidirectional character', async (
   t.equal(unprintableKind('a\u0000b'), 'control')
   t.equal(unprintableKind('a\u0090b'), 'control')
   t.equal(unprintableKind('a\u202eb'), 'bidirectional')
+})
+
+t.test('printableJson escapes what JSON leaves raw and keeps the JSON the same', async (t) => {
+  const value = { name: 'a\u0085b\u202ec\u007f', nested: ['x\u2028'] }
+  const text = printableJson(JSON.stringify(value, null, 2))
+  t.same(JSON.parse(text), value, 'the same value')
+  t.equal(unprintableKind(text.replace(/\n/g, '')), undefined, 'nothing raw left but the layout')
 })
