@@ -9,7 +9,9 @@
  * Mount in flight, returned when the Mount ends. A Mount that finds it spent
  * fails at once (the driver retries it) instead of waiting: one attacker is
  * stopped at its own -max-mount-bytes long before the node's budget, and
- * small Mounts keep fitting beside it.
+ * small Mounts keep fitting beside it. The Mounts of one namespace together
+ * take at most half of the node's budget, so that one namespace's many pods
+ * cannot spend what every other namespace's Mounts need.
  */
 import { jsonSize } from '../util/json-size.js'
 import { ProviderError } from '../errors.js'
@@ -23,10 +25,14 @@ export interface BudgetLimits {
   nodeBytes: number
 }
 
+/** The share of the node's budget the Mounts in flight of one namespace may hold together. */
+export const MAX_TENANT_SHARE = 1 / 2
+
 /** The node-wide budget; one instance, built by the composition root. */
 export class NodeBudget {
   readonly limits: BudgetLimits
   private used = 0
+  private readonly usedBy = new Map<string, number>()
 
   constructor(limits: BudgetLimits) {
     this.limits = limits
@@ -37,26 +43,33 @@ export class NodeBudget {
     return this.used
   }
 
-  /** A budget for one Mount; call release() when the Mount has answered. */
-  open(): MountBudget {
-    return new MountBudget(this)
+  /** A budget for one Mount of a pod in `tenant` (its namespace); call release() when the Mount has answered. */
+  open(tenant: string): MountBudget {
+    return new MountBudget(this, tenant)
   }
 
-  /** @internal Takes `bytes` from the node's budget, or returns false. */
-  reserve(bytes: number): boolean {
-    if (this.used + bytes > this.limits.nodeBytes) return false
+  /** @internal Takes `bytes` from the node's budget for `tenant`, or says whose budget is spent. */
+  reserve(bytes: number, tenant: string): 'ok' | 'node' | 'tenant' {
+    if (this.used + bytes > this.limits.nodeBytes) return 'node'
+    const mine = this.usedBy.get(tenant) ?? 0
+    if (mine + bytes > this.limits.nodeBytes * MAX_TENANT_SHARE) return 'tenant'
     this.used += bytes
-    return true
+    this.usedBy.set(tenant, mine + bytes)
+    return 'ok'
   }
 
   /** @internal */
-  give(bytes: number): void {
+  give(bytes: number, tenant: string): void {
     this.used = Math.max(0, this.used - bytes)
+    const left = (this.usedBy.get(tenant) ?? 0) - bytes
+    if (left > 0) this.usedBy.set(tenant, left)
+    else this.usedBy.delete(tenant)
   }
 }
 
 export class MountBudget implements RenderBudget {
   private readonly node: NodeBudget
+  private readonly tenant: string
   private charged = 0
   private released = false
   /** Once the budget is exceeded every later charge fails with the same error: the first crossing is what the user sees. */
@@ -64,8 +77,9 @@ export class MountBudget implements RenderBudget {
   /** True when this Mount crossed its own -max-mount-bytes (not the node's budget, which is transient). */
   overOwnLimit = false
 
-  constructor(node: NodeBudget) {
+  constructor(node: NodeBudget, tenant: string) {
     this.node = node
+    this.tenant = tenant
   }
 
   get bytesCharged(): number {
@@ -90,7 +104,15 @@ export class MountBudget implements RenderBudget {
       )
       throw this.exceeded
     }
-    if (this.released || !this.node.reserve(bytes)) {
+    const reserved = this.released ? 'node' : this.node.reserve(bytes, this.tenant)
+    if (reserved === 'tenant') {
+      this.exceeded = new ProviderError(
+        'MOUNT_BUDGET_EXCEEDED',
+        `${what}: this namespace's Mounts in flight on this node hold half of the provider's memory budget (${formatBytes(nodeBytes * MAX_TENANT_SHARE)} of ${formatBytes(nodeBytes)}, provider flag -max-node-mount-bytes), the most one namespace may; the driver retries this Mount. If this persists, look for this namespace's pods whose Mounts are large`,
+      )
+      throw this.exceeded
+    }
+    if (reserved === 'node') {
       this.exceeded = new ProviderError(
         'MOUNT_BUDGET_EXCEEDED',
         `${what}: the provider's memory budget for all Mounts in flight on this node is spent (${formatBytes(nodeBytes)}, provider flag -max-node-mount-bytes); the driver retries this Mount. If this persists, look for pods whose Mounts are large, or raise -max-node-mount-bytes together with the DaemonSet's memory limit`,
@@ -110,7 +132,7 @@ export class MountBudget implements RenderBudget {
   release(): void {
     if (this.released) return
     this.released = true
-    this.node.give(this.charged)
+    this.node.give(this.charged, this.tenant)
   }
 }
 

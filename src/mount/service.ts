@@ -11,7 +11,7 @@ import type { ObjectsCache } from '../request/objects-cache.js'
 import { ATTR, MAX_ATTRIBUTES_BYTES, parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
-import { BudgetRefusals, type NodeBudget } from './budget.js'
+import { BudgetRefusals, type MountBudget, type NodeBudget } from './budget.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
 
 export interface MountServiceOptions extends MountDeps {
@@ -62,9 +62,10 @@ export class MountService {
     this.opts.mountObserver?.mountStarted()
     let spec: MountSpec | undefined
     const cache = this.opts.objectsCache
-    const budget = this.opts.budget?.open()
+    let budget: MountBudget | undefined
     try {
       spec = parseMountRequest(raw, this.opts.vaultDefaults, cache ? (text) => cache.parse(text) : undefined)
+      budget = this.opts.budget?.open(spec.pod.namespace)
       const parsed = spec
       let refusalKey: string | undefined
       const keyOfRefusal = (): string => (refusalKey ??= refusalKeyOf(parsed))

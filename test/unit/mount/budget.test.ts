@@ -7,7 +7,7 @@ import { thrown } from '../../support/thrown.js'
 
 t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', async (t) => {
   const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 10_000 })
-  const mount = node.open()
+  const mount = node.open('ns')
   mount.charge(600, 'object "a"')
   mount.charge(400, 'object "b"')
   t.equal(mount.bytesCharged, 1000, 'exactly the budget is allowed')
@@ -35,13 +35,13 @@ t.test('a Mount is stopped by the object that crosses -max-mount-bytes, named', 
 
 t.test('the node budget: a Mount that cannot reserve fails at once; small Mounts fit beside a big one', async (t) => {
   const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 2500 })
-  const big1 = node.open()
-  const big2 = node.open()
+  const big1 = node.open('ns-a')
+  const big2 = node.open('ns-b')
   big1.charge(1000, 'object "x"')
   big2.charge(1000, 'object "y"')
-  const small = node.open()
+  const small = node.open('ns-c')
   small.charge(400, 'object "small"')
-  const late = node.open()
+  const late = node.open('ns-d')
   const err = thrown(() => late.charge(200, 'object "late"'), ProviderError)
   t.equal(err.code, 'MOUNT_BUDGET_EXCEEDED')
   t.match(
@@ -50,7 +50,7 @@ t.test('the node budget: a Mount that cannot reserve fails at once; small Mounts
   )
   t.equal(node.bytesInUse, 2400, 'a refused charge takes nothing')
   big1.release()
-  const next = node.open()
+  const next = node.open('ns-a')
   next.charge(900, 'object "next"')
   t.equal(node.bytesInUse, 2300)
   // A released budget charges nothing more to the node.
@@ -72,7 +72,7 @@ t.test('answers are charged by their JSON size; the count stops past the limit',
   for (let i = 0; i < 100_000; i++) deep = [deep]
   t.equal(jsonSize(deep), 100_000 * 3 + 3)
   const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 10_000 })
-  const mount = node.open()
+  const mount = node.open('ns')
   mount.chargeAnswer({ data: { a: 'b' } }, 'object "a"')
   t.equal(thrown(() => mount.chargeAnswer(big, 'objects "b", "c"'), ProviderError).code, 'MOUNT_BUDGET_EXCEEDED')
 })
@@ -83,7 +83,7 @@ t.test('a refusal for the Mount budget is remembered for the same pod and object
   const objects = [{ objectName: 'a' }]
   const other = [{ objectName: 'a' }]
   const node = new NodeBudget({ mountBytes: 10, nodeBytes: 100 })
-  const mount = node.open()
+  const mount = node.open('ns')
   const err = thrown(() => mount.charge(11, 'object "a"'), ProviderError)
   t.ok(mount.overOwnLimit, 'crossed its own limit')
   refusals.remember(objects, 'pod-1', err)
@@ -106,7 +106,23 @@ t.test('a refusal for the Mount budget is remembered for the same pod and object
   t.equal(refusals.recall(objects, 'pod-999'), err)
   // The node's budget being spent is transient: not a refusal of this Mount's own.
   const tight = new NodeBudget({ mountBytes: 100, nodeBytes: 10 })
-  const m = tight.open()
+  const m = tight.open('ns')
   thrown(() => m.charge(11, 'object "b"'), ProviderError)
   t.notOk(m.overOwnLimit)
+})
+
+t.test("one namespace's Mounts together hold at most half the node budget", async (t) => {
+  const node = new NodeBudget({ mountBytes: 1000, nodeBytes: 2000 })
+  const a = node.open('attacker')
+  a.charge(1000, 'object "a1"')
+  const b = node.open('attacker')
+  const err = thrown(() => b.charge(1, 'object "a2"'), ProviderError)
+  t.equal(err.code, 'MOUNT_BUDGET_EXCEEDED')
+  t.match(err.message, /this namespace's Mounts in flight on this node hold half of the provider's memory budget/)
+  const victim = node.open('victim')
+  victim.charge(1000, 'object "v"')
+  t.equal(node.bytesInUse, 2000, "the other half is the victim's to use")
+  a.release()
+  node.open('attacker').charge(500, 'object "a3"')
+  t.equal(node.bytesInUse, 1500)
 })

@@ -286,7 +286,7 @@ t.test('renderObjects charges the Mount budget as it renders: the template that 
   const labels = objects.map((o) => `object "${o.objectName}"`)
   const bodies = objects.map((o) => (o.secretPath === '' ? undefined : big))
   const node = new NodeBudget({ mountBytes: 1024 * 1024, nodeBytes: 8 * 1024 * 1024 })
-  const budget = node.open()
+  const budget = node.open('ns')
   const rendered: string[] = []
   const tracking = {
     charge(bytes: number, what: string) {
@@ -310,7 +310,7 @@ t.test('renderObjects charges the Mount budget as it renders: the template that 
   t.ok(budget.bytesCharged <= 1024 * 1024)
 
   // The same Mount with room for everything renders it all.
-  const roomy = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 16 * 1024 * 1024 }).open()
+  const roomy = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 16 * 1024 * 1024 }).open('ns')
   const files = await renderObjects(objects, bodies, 420, labels, roomy)
   t.equal(files.length, 51)
   t.equal(roomy.bytesCharged, 51 * 100 * 1024)
