@@ -64,7 +64,11 @@ export class MountService {
     const cache = this.opts.objectsCache
     let budget: MountBudget | undefined
     try {
-      spec = parseMountRequest(raw, this.opts.vaultDefaults, cache ? (text) => cache.parse(text) : undefined)
+      spec = parseMountRequest(
+        raw,
+        this.opts.vaultDefaults,
+        cache ? (text, tenant) => cache.parse(text, tenant) : undefined,
+      )
       budget = this.opts.budget?.open(spec.pod.namespace)
       const parsed = spec
       let refusalKey: string | undefined

@@ -11,13 +11,15 @@
  * mutated, so sharing them between Mounts is safe.
  */
 import crypto from 'node:crypto'
-import { LRUCache } from 'lru-cache'
 import { isProviderError, type ProviderError } from '../errors.js'
+import { FairCache } from '../util/fair-cache.js'
 import { DEFAULT_OBJECTS_LIMITS, parseObjects, type ObjectsLimits } from './objects.js'
 import type { SecretObject } from './types.js'
 
 /** Total size of the texts whose parse results are kept. */
 export const DEFAULT_OBJECTS_CACHE_BYTES = 16 * 1024 * 1024
+/** Texts kept at most (the byte bound is what usually binds). */
+const MAX_OBJECTS_CACHE_ENTRIES = 10_000
 /** What an entry costs besides its text: the key, the entry, a refusal's message. */
 const ENTRY_OVERHEAD_BYTES = 512
 
@@ -27,7 +29,9 @@ const textKey: (text: string) => string =
     ? (text) => crypto.hash('sha256', text, 'base64')
     : (text) => crypto.createHash('sha256').update(text).digest('base64')
 
-type Entry = { objects: SecretObject[]; error?: undefined } | { objects?: undefined; error: ProviderError }
+type Entry = ({ objects: SecretObject[]; error?: undefined } | { objects?: undefined; error: ProviderError }) & {
+  size: number
+}
 
 export interface ObjectsCacheOptions {
   limits?: ObjectsLimits
@@ -36,32 +40,39 @@ export interface ObjectsCacheOptions {
 
 export class ObjectsCache {
   private readonly limits: ObjectsLimits
-  private readonly entries: LRUCache<string, Entry>
+  private readonly entries: FairCache<Entry>
 
   constructor(opts: ObjectsCacheOptions = {}) {
     this.limits = opts.limits ?? DEFAULT_OBJECTS_LIMITS
-    this.entries = new LRUCache<string, Entry>({ maxSize: opts.maxBytes ?? DEFAULT_OBJECTS_CACHE_BYTES })
+    // Fair between namespaces (util/fair-cache.ts): one namespace's many texts push out only its own.
+    this.entries = new FairCache<Entry>({
+      maxEntries: MAX_OBJECTS_CACHE_ENTRIES,
+      maxSize: opts.maxBytes ?? DEFAULT_OBJECTS_CACHE_BYTES,
+      sizeOf: (e) => e.size,
+    })
   }
 
-  /** The objects of `text`, or the ProviderError it was refused with (the same one on every call). */
-  parse(text: string): SecretObject[] {
+  /**
+   * The objects of `text`, or the ProviderError it was refused with (the same one on every call);
+   * `tenant` (the pod's namespace) is charged with a text it is the first to parse.
+   */
+  parse(text: string, tenant = ''): SecretObject[] {
     // A text over the limit is refused before it is hashed; the refusal costs no more than a cache hit.
     if (text.length > this.limits.maxBytes) return parseObjects(text, this.limits)
     const key = textKey(text)
     let entry = this.entries.get(key)
     if (entry === undefined) {
       try {
-        entry = { objects: parseObjects(text, this.limits) }
+        const objects = parseObjects(text, this.limits)
+        const size = ENTRY_OVERHEAD_BYTES + text.length + objects.reduce((n, o) => n + o.configJson.length, 0)
+        entry = { objects, size }
       } catch (err) {
         // Anything else is a bug; it is not cached, so it stays visible.
         if (!isProviderError(err)) throw err
-        entry = { error: err }
+        // A refusal keeps only its message: its cost does not grow with the text.
+        entry = { error: err, size: ENTRY_OVERHEAD_BYTES + err.message.length }
       }
-      // A refusal keeps only its message: its cost does not grow with the text.
-      const size = entry.error
-        ? ENTRY_OVERHEAD_BYTES + entry.error.message.length
-        : ENTRY_OVERHEAD_BYTES + text.length + entry.objects.reduce((n, o) => n + o.configJson.length, 0)
-      this.entries.set(key, entry, { size })
+      this.entries.set(tenant, key, entry)
     }
     if (entry.error) throw entry.error
     return entry.objects

@@ -320,7 +320,7 @@ export function parseVaultSettings(
 }
 
 /** Turns the `objects` text into objects: parseObjects, or a cache in front of it (request/objects-cache.ts). */
-export type ObjectsParser = (text: string) => SecretObject[]
+export type ObjectsParser = (text: string, tenant: string) => SecretObject[]
 
 /**
  * `parseObjectsText` is injected by the composition root (a byte-bounded cache
@@ -357,7 +357,7 @@ export function parseMountRequest(
   if (objectsText === undefined || objectsText.trim() === '') {
     throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
   }
-  const objects = parseObjectsText(objectsText)
+  const objects = parseObjectsText(objectsText, attrs.get(ATTR.podNamespace) ?? '')
 
   // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
   const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)
