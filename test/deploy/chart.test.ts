@@ -112,6 +112,7 @@ t.test('every object the chart can render is valid', async (t) => {
     'ConfigMap',
     'DaemonSet',
     'Namespace',
+    'NetworkPolicy',
     'PodMonitor',
     'PrometheusRule',
     'Role',

@@ -55,7 +55,7 @@ t.test('every kustomize variant validates against the Kubernetes schemas', async
     .get('daemonset')!
     .map((o) => o.kind)
     .sort()
-  t.same(kinds, ['DaemonSet', 'Namespace', 'Role', 'RoleBinding', 'ServiceAccount'])
+  t.same(kinds, ['DaemonSet', 'Namespace', 'NetworkPolicy', 'Role', 'RoleBinding', 'ServiceAccount'])
 })
 
 t.test('the validation really rejects bad objects', async (t) => {
