@@ -30,7 +30,10 @@ import { TransportRegistry, type TransportSource } from './vault/transport/trans
 
 export interface Provider {
   mountService: MountService
+  /** The server of the first socket (-endpoint). */
   server: ProviderServer
+  /** One per socket -endpoint names, the first included. */
+  servers: ProviderServer[]
   /** -health-addr: probes and /metrics; started by the caller (main.ts), stopped by close(). */
   http: OpsHttpServer
   metrics: ProviderMetrics | undefined
@@ -261,22 +264,30 @@ export async function buildProvider(
   const { mountService, metrics, hmacKey } = parts
   // Both services parsed once at start-up, for the gRPC server and the HTTP readiness probe.
   const protos = loadProtos()
-  const server: ProviderServer = new ProviderServer({
-    protos,
-    socketPath: config.endpoint,
-    mountService,
-    mountTimeoutMs: config.mountTimeoutMs,
-    maxResponseBytes: config.maxResponseBytes,
-    logger,
-    // A newer instance took over the socket and this one has finished its calls. Exiting would
-    // make kubelet restart this container (DaemonSet pods always restart), and the restarted
-    // process would take the socket back: stand by until the pod is deleted (SIGTERM).
-    onReplaced: () => standBy(config.endpoint, logger),
-  })
+  // One server per socket (-endpoint may name vault.sock and openbao.sock), all on the one Mount service.
+  const servers = config.endpoints.map(
+    (endpoint, i) =>
+      new ProviderServer({
+        protos,
+        socketPath: endpoint.path,
+        flavour: endpoint.flavour,
+        mountService,
+        mountTimeoutMs: config.mountTimeoutMs,
+        maxResponseBytes: config.maxResponseBytes,
+        logger,
+        // A newer instance took over the socket and this one has finished its calls. Exiting would
+        // make kubelet restart this container (DaemonSet pods always restart), and the restarted
+        // process would take the socket back: stand by until the pod is deleted (SIGTERM). The
+        // successor takes every socket; the first one's stands for all.
+        onReplaced: i === 0 ? () => standBy(endpoint.path, logger) : undefined,
+      }),
+  )
+  const server = servers[0]!
   const http = new OpsHttpServer({
     protos,
     address: config.healthAddr,
     socketPath: config.endpoint,
+    moreSocketPaths: config.endpoints.slice(1).map((e) => e.path),
     metrics,
     logger,
     // Vault's health through the provider's own shared pool for -vault-addr, at most once per interval.
@@ -289,11 +300,12 @@ export async function buildProvider(
   const provider: Provider = {
     mountService,
     server,
+    servers,
     http,
     metrics,
     hmacKey,
     async close(graceMs: number) {
-      await server.stop(graceMs)
+      await Promise.all(servers.map((s) => s.stop(graceMs)))
       await http.stop()
       parts.close()
     },

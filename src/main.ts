@@ -54,17 +54,19 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
 
   const provider = await buildProvider(config, logger, process.env)
-  try {
-    await provider.server.start()
-  } catch (err) {
-    const message = err instanceof Error ? err.message : String(err)
-    const failure = new Error(
-      `cannot serve ${config.endpoint}: ${message}${await socketPermissionHint(config.endpoint, err)}`,
-      { cause: err },
-    )
-    // The log line carries the stack (src/ files and lines: the image runs with --enable-source-maps).
-    logger.error({ err: failure }, 'cannot serve the provider socket')
-    throw failure
+  for (const [i, server] of provider.servers.entries()) {
+    const endpoint = config.endpoints[i]!.path
+    try {
+      await server.start()
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err)
+      const failure = new Error(`cannot serve ${endpoint}: ${message}${await socketPermissionHint(endpoint, err)}`, {
+        cause: err,
+      })
+      // The log line carries the stack (src/ files and lines: the image runs with --enable-source-maps).
+      logger.error({ err: failure }, 'cannot serve the provider socket')
+      throw failure
+    }
   }
   // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
   await provider.http

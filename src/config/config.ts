@@ -12,6 +12,7 @@
  * values as given.
  */
 import { parseArgs } from 'node:util'
+import { basename } from 'node:path'
 import { flag, flagNames, FLAGS, type FlagName, type FlagSpec } from './flags.js'
 import { FLAVOURS, type ProviderFlavour } from './flavour.js'
 import { namespaceProblem, normaliseAuthMount, normaliseVaultAddress, serverNameProblem } from './vault-address.js'
@@ -69,8 +70,16 @@ export interface VaultDefaults {
   tls: VaultTlsConfig
 }
 
+/** A socket the daemon serves, and the provider flavour its name says the driver calls there. */
+export interface ProviderEndpoint {
+  path: string
+  flavour: ProviderFlavour
+}
+
 export interface ProviderConfig {
+  /** The first of `endpoints`. */
   endpoint: string
+  endpoints: ProviderEndpoint[]
   logLevel: LogLevel
   healthAddr: string
   /** The Secret of the object-version key for vault.sock: hmacSecretNames.vault. */
@@ -206,6 +215,23 @@ function parseVaultIdleConnection(raw: string | undefined): number {
     throw new ConfigError(`-vault-idle-connection-timeout must be between 1s and 5m, got ${JSON.stringify(raw)}`)
   }
   return ms
+}
+
+/**
+ * -endpoint: one socket, or several separated by commas, served by this one process. Each socket's
+ * name says which provider the driver calls there (`<provider>.sock` in its providers directory):
+ * `openbao.sock` serves `provider: openbao` classes with openbao-csi-provider's names and defaults,
+ * any other name `provider: vault` classes.
+ */
+export function parseEndpoints(raw: string): ProviderEndpoint[] {
+  const paths = raw.split(',').map((p) => p.trim())
+  if (paths.some((p) => p === '')) throw new ConfigError(`-endpoint ${JSON.stringify(raw)} names an empty socket path`)
+  if (new Set(paths).size !== paths.length)
+    throw new ConfigError(`-endpoint ${JSON.stringify(raw)} names a socket twice`)
+  return paths.map((path) => ({
+    path,
+    flavour: basename(path) === FLAVOURS.openbao.socketName ? 'openbao' : 'vault',
+  }))
 }
 
 /** A setting's value when `problem` finds nothing wrong with it. */
@@ -433,11 +459,19 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   const hmacSecretName = str('hmac-secret-name')
   const cacheSizeRaw = str('cache-size')
 
+  const endpoints = parseEndpoints(nonEmpty(str('endpoint'), '-endpoint', DEFAULT_ENDPOINT))
+  const served = [...new Set(endpoints.map((e) => e.flavour))]
   return {
-    endpoint: nonEmpty(str('endpoint'), '-endpoint', DEFAULT_ENDPOINT),
+    endpoint: endpoints[0]!.path,
+    endpoints,
     logLevel: logLevelRaw as LogLevel,
     healthAddr: parseHealthAddr(str('health-addr')),
-    hmacSecretName: nonEmpty(hmacSecretName, '-hmac-secret-name', DEFAULT_HMAC_SECRET_NAME),
+    // One key per process: the Secret of the first socket's provider, unless -hmac-secret-name names one.
+    hmacSecretName: nonEmpty(
+      hmacSecretName,
+      '-hmac-secret-name',
+      FLAVOURS[endpoints[0]!.flavour].defaultHmacSecretName,
+    ),
     hmacSecretNames: {
       vault: nonEmpty(hmacSecretName, '-hmac-secret-name', FLAVOURS.vault.defaultHmacSecretName),
       openbao: nonEmpty(hmacSecretName, '-hmac-secret-name', FLAVOURS.openbao.defaultHmacSecretName),
@@ -469,7 +503,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     },
     tokenRequestAudiences:
       str('token-request-audiences') === undefined
-        ? [...DEFAULT_TOKEN_REQUEST_AUDIENCES]
+        ? served.map((f) => FLAVOURS[f].defaultAudience)
         : splitList(str('token-request-audiences')),
     vault: {
       address: vaultAddress?.value,

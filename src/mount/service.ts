@@ -4,6 +4,7 @@
  * Mount. Shared by the gRPC adapter and the CLI's in-process mount.
  */
 import type { VaultDefaults } from '../config/config.js'
+import { DEFAULT_FLAVOUR, type ProviderFlavour } from '../config/flavour.js'
 import { isProviderError, toProviderError, type ProviderError } from '../errors.js'
 import { logString } from '../observability/logger.js'
 import type { MountObserver } from '../observability/metrics.js'
@@ -55,7 +56,12 @@ export class MountService {
   }
 
   /** Throws a ProviderError; anything else thrown below is logged here and reported as INTERNAL. */
-  async mount(raw: RawMountRequest, deadline: Deadline): Promise<MountResult> {
+  /** `flavour`: which provider the driver called (the socket's name): how the class's parameters are read. */
+  async mount(
+    raw: RawMountRequest,
+    deadline: Deadline,
+    flavour: ProviderFlavour = DEFAULT_FLAVOUR,
+  ): Promise<MountResult> {
     const started = process.hrtime.bigint()
     const log = this.opts.logger
     this.inFlight += 1
@@ -68,6 +74,7 @@ export class MountService {
         raw,
         this.opts.vaultDefaults,
         cache ? (text, tenant) => cache.parse(text, tenant) : undefined,
+        flavour,
       )
       budget = this.opts.budget?.open(spec.pod.namespace)
       const parsed = spec

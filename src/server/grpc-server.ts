@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
+import type { ProviderFlavour } from '../config/flavour.js'
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
@@ -79,6 +80,8 @@ function toStatus(err: ProviderError): Partial<grpc.StatusObject> {
 
 export interface ProviderServerOptions {
   socketPath: string
+  /** Which provider the driver calls on this socket (its name: `vault.sock`, `openbao.sock`). */
+  flavour?: ProviderFlavour
   mountService: MountService
   mountTimeoutMs: number
   logger: Logger
@@ -143,7 +146,11 @@ export class ProviderServer {
     const req = call.request
     const { deadline, answered } = callDeadline(call, this.opts.mountTimeoutMs)
     this.opts.mountService
-      .mount({ attributes: req.attributes, secrets: req.secrets, permission: req.permission }, deadline)
+      .mount(
+        { attributes: req.attributes, secrets: req.secrets, permission: req.permission },
+        deadline,
+        this.opts.flavour,
+      )
       .then(
         (result) => {
           answered()

@@ -30,6 +30,8 @@ export interface OpsHttpServerOptions {
   /** `host:port` as loadConfig checked it (-health-addr); '' or `off` disables the server. */
   address: string
   socketPath: string
+  /** Other sockets the daemon serves (-endpoint may name several): ready only when each answers. */
+  moreSocketPaths?: string[]
   metrics?: ProviderMetrics
   logger: Logger
   /** The default Vault's health (-vault-addr), probed at most once per interval; absent: no default address. */
@@ -87,14 +89,16 @@ export class OpsHttpServer {
     return addr && typeof addr === 'object' ? (addr as AddressInfo).port : undefined
   }
 
-  /** Concurrent probes share one Version call. */
+  /** Every socket answers Version (concurrent probes share one round of calls); the first failure says why. */
   private ready(): Promise<SocketCheck> {
     if (!this.readyInFlight) {
-      this.readyInFlight = checkSocket(this.opts.socketPath, this.opts.readyTimeoutMs ?? 3000, this.protos).finally(
-        () => {
+      const paths = [this.opts.socketPath, ...(this.opts.moreSocketPaths ?? [])]
+      const timeoutMs = this.opts.readyTimeoutMs ?? 3000
+      this.readyInFlight = Promise.all(paths.map((p) => checkSocket(p, timeoutMs, this.protos)))
+        .then((checks) => checks.find((c) => !c.ok) ?? checks[0]!)
+        .finally(() => {
           this.readyInFlight = undefined
-        },
-      )
+        })
     }
     return this.readyInFlight
   }

@@ -15,6 +15,8 @@ export const CLI_MAIN = process.env.VCP_CLI_MAIN ?? join(PACKAGE_ROOT, 'dist', '
 export interface StartProviderOptions {
   /** Directory for vault.sock (default: a fresh temp dir). */
   socketDir?: string
+  /** Socket file names in socketDir the daemon serves (one -endpoint list); default ['vault.sock']. */
+  socketNames?: string[]
   /** Extra flags. */
   args?: string[]
   /** Node's own flags, before the script (e.g. the image's heap flags). */
@@ -57,13 +59,14 @@ export function canConnect(socketPath: string): Promise<boolean> {
 export async function startProvider(opts: StartProviderOptions = {}): Promise<ProviderProcess> {
   if (!existsSync(PROVIDER_MAIN)) throw new Error(`${PROVIDER_MAIN} missing: run npm run build first`)
   const socketDir = opts.socketDir ?? (await processTempDir('sock-'))
-  const socketPath = join(socketDir, 'vault.sock')
+  const socketNames = opts.socketNames ?? ['vault.sock']
+  const socketPath = join(socketDir, socketNames[0]!)
   const logDir = await processTempDir('log-')
   const logPath = join(logDir, 'provider.log')
   const fd = openSync(logPath, 'a')
   const args = [
     PROVIDER_MAIN,
-    `-endpoint=${socketPath}`,
+    `-endpoint=${socketNames.map((n) => join(socketDir, n)).join(',')}`,
     `-log-level=${opts.logLevel ?? 'trace'}`,
     // Parallel test files must not fight over :8080; a test that needs the port passes its own.
     ...((opts.args ?? []).some((a) => a.startsWith('-health-addr')) ? [] : ['-health-addr=127.0.0.1:0']),

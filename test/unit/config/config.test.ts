@@ -23,6 +23,7 @@ t.test('defaults', async (t) => {
   const c = loadConfig([], {})
   t.strictSame(c, {
     endpoint: '/var/run/secrets-store-csi-providers/vault.sock',
+    endpoints: [{ path: '/var/run/secrets-store-csi-providers/vault.sock', flavour: 'vault' }],
     logLevel: 'info',
     healthAddr: ':8080',
     hmacSecretName: 'vault-csi-provider-hmac-key',
@@ -134,6 +135,7 @@ t.test('every flag', async (t) => {
   )
   t.strictSame(c, {
     endpoint: '/e.sock',
+    endpoints: [{ path: '/e.sock', flavour: 'vault' }],
     logLevel: 'warn',
     healthAddr: '127.0.0.1:8081',
     hmacSecretName: 'h',
@@ -464,4 +466,20 @@ t.test('values that turn a feature off or use the defaults stay valid', async (t
   t.equal(loadConfig(['-vault-mount=/auth/k8s/'], {}).vault.authMount, '/auth/k8s/', 'kept as written')
   t.equal(loadConfig(['-vault-idle-connection-timeout=1s'], {}).vaultIdleConnectionMs, 1000, 'the shortest allowed')
   t.equal(loadConfig(['-vault-idle-connection-timeout=5m'], {}).vaultIdleConnectionMs, 300_000, 'the longest allowed')
+})
+
+t.test('-endpoint: one socket or several, each serving the provider its name says', async (t) => {
+  t.same(loadConfig([], {}).endpoints, [{ path: DEFAULT_ENDPOINT, flavour: 'vault' }])
+  const both = loadConfig(['-endpoint=/provider/vault.sock,/provider/openbao.sock'], {})
+  t.same(both.endpoints, [
+    { path: '/provider/vault.sock', flavour: 'vault' },
+    { path: '/provider/openbao.sock', flavour: 'openbao' },
+  ])
+  t.equal(both.endpoint, '/provider/vault.sock')
+  t.same(both.tokenRequestAudiences, ['vault', 'openbao'], 'the audiences of the providers served')
+  const bao = loadConfig(['-endpoint=/provider/openbao.sock'], {})
+  t.equal(bao.hmacSecretName, 'openbao-csi-provider-hmac-key', "the first socket's provider names the key Secret")
+  t.same(bao.tokenRequestAudiences, ['openbao'])
+  t.throws(() => loadConfig(['-endpoint=/a.sock,,/b.sock'], {}), /names an empty socket path/)
+  t.throws(() => loadConfig(['-endpoint=/a.sock,/a.sock'], {}), /names a socket twice/)
 })
