@@ -63,6 +63,7 @@ t.test('the chart’s defaults render exactly what kustomize builds, for each va
     ['daemonset', { namespace: { create: true } }],
     ['daemonset/overlays/token-request', { namespace: { create: true }, rbac: { tokenRequest: true } }],
     ['daemonset/overlays/root-socket-dir', { namespace: { create: true }, csi: { daemonSet: { runAsRoot: true } } }],
+    ['daemonset/overlays/openbao', { namespace: { create: true }, csi: { providers: ['openbao'] } }],
   ]
   for (const [dir, values] of variants) {
     const kustomized = await kustomizeBuild(join(PACKAGE_ROOT, dir))

@@ -109,9 +109,9 @@ t.test('examples validate, and their objects parse with the provider’s own par
   }
 })
 
-t.test('driver Helm values: token requests for audience vault, rotation', async (t) => {
+t.test('driver Helm values: token requests for audiences vault and openbao, rotation', async (t) => {
   const values = parse(await readFile(join(PACKAGE_ROOT, 'daemonset', 'driver-values.yaml'), 'utf8'))
-  t.same(values.tokenRequests, [{ audience: 'vault' }])
+  t.same(values.tokenRequests, [{ audience: 'vault' }, { audience: 'openbao' }])
   t.equal(values.enableSecretRotation, true)
   t.match(values.rotationPollInterval, /^\d+[smh]$/)
   t.equal(values.linux.providersDir, '/var/run/secrets-store-csi-providers')

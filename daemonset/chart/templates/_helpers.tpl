@@ -18,9 +18,9 @@
 {{- .Values.global.namespace | default .Release.Namespace -}}
 {{- end -}}
 
-{{/* The Secret of the object-version key (the daemon's default when hmacSecretName is empty). */}}
+{{/* The Secret of the object-version key (the daemon's default for the first provider when hmacSecretName is empty). */}}
 {{- define "vcp.hmacSecretName" -}}
-{{- .Values.csi.hmacSecretName | default "vault-csi-provider-hmac-key" -}}
+{{- .Values.csi.hmacSecretName | default (printf "%s-csi-provider-hmac-key" (first .Values.csi.providers)) -}}
 {{- end -}}
 
 {{/*
