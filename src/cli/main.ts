@@ -112,7 +112,10 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .command('mount')
     .description('run one Mount of a SecretProviderClass for a pod identity and print the files')
     .argument('<spc-file>', 'SecretProviderClass YAML file')
-    .option('--socket <path>', 'provider socket to mount through', DEFAULT_ENDPOINT)
+    .option(
+      '--socket <path>',
+      'provider socket to mount through (default: vault.sock, openbao.sock for provider: openbao)',
+    )
     .option('--in-process', 'run the Mount in this process (same code as the daemon) instead of through the socket')
     .option('-n, --namespace <ns>', "pod's namespace (default: the SecretProviderClass's, else default)")
     .option('--pod-name <name>', "pod's name", 'vault-csi-provider-cli')

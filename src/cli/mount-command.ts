@@ -4,11 +4,14 @@
  * in-process (the same MountService the daemon builds, with each Vault call
  * timed). Prints the volume as a tree; values are masked unless asked for.
  */
+import { dirname, join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import { pino } from 'pino'
 import { buildMountService } from '../app.js'
+import { DEFAULT_FLAVOUR, FLAVOURS, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
 import {
   ConfigError,
+  DEFAULT_ENDPOINT,
   loadConfig,
   LOG_LEVELS,
   parseDurationMs,
@@ -170,6 +173,7 @@ async function mountInProcess(
   opts: MountCommandOptions,
   req: { attributes: string; secrets: string; permission: string },
   timeoutMs: number,
+  flavour: ProviderFlavour,
 ): Promise<MountView> {
   const config = loadCliConfig(opts.providerFlags)
   if (!(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
@@ -183,7 +187,7 @@ async function mountInProcess(
   const service = await buildMountService(config, logger, process.env, { vaultObserver: recorder, metrics: false })
   const started = Date.now()
   try {
-    const result = await service.mountService.mount(req, Deadline.in(timeoutMs))
+    const result = await service.mountService.mount(req, Deadline.in(timeoutMs), flavour)
     return {
       ok: true,
       files: result.objects.flatMap((o) =>
@@ -267,14 +271,19 @@ export async function runMountCommand(
   style: Style,
 ): Promise<CommandResult> {
   const spc = await readSecretProviderClass(spcFile, opts.name)
-  if (spc.provider !== '' && spc.provider !== 'vault') {
+  const flavour = spc.provider === '' ? DEFAULT_FLAVOUR : flavourOfProvider(spc.provider)
+  if (flavour === undefined) {
     throw new UsageError(
-      `SecretProviderClass ${JSON.stringify(spc.name)} is for provider ${JSON.stringify(spc.provider)}, not "vault"`,
+      `SecretProviderClass ${JSON.stringify(spc.name)} is for provider ${JSON.stringify(spc.provider)}, not "vault" or "openbao"`,
     )
   }
   const overrides = parseParams(opts.param)
   const namespace = chosen(opts.namespace, spc.namespace, 'default')
-  const audience = chosen(opts.audience ?? overrides.audience, spc.parameters.audience, 'vault')
+  const audience = chosen(
+    opts.audience ?? overrides.audience,
+    spc.parameters.audience,
+    FLAVOURS[flavour].defaultAudience,
+  )
   if (opts.tokenFile && opts.tokenFromKubectl) throw new UsageError('use either --token-file or --token-from-kubectl')
   let jwt: string | undefined
   if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
@@ -320,16 +329,18 @@ export async function runMountCommand(
     throw new UsageError((err as Error).message)
   }
 
-  const via = opts.inProcess ? 'in-process' : `socket ${opts.socket}`
+  // The socket the driver would call for this class's provider, unless --socket names one.
+  const socket = opts.socket ?? join(dirname(DEFAULT_ENDPOINT), FLAVOURS[flavour].socketName)
+  const via = opts.inProcess ? 'in-process' : `socket ${socket}`
   let view: MountView
   try {
     view = await withProgress(
       printable(`mounting ${spc.name} (${via})`),
-      opts.inProcess ? mountInProcess(opts, req, timeoutMs) : mountViaSocket(opts.socket!, req, timeoutMs),
+      opts.inProcess ? mountInProcess(opts, req, timeoutMs, flavour) : mountViaSocket(socket, req, timeoutMs),
     )
   } catch (err) {
     if (err instanceof UnreachableError) {
-      const message = `${err.message}\nIs the provider running on this node? Check with: vault-csi-provider doctor --socket ${opts.socket}`
+      const message = `${err.message}\nIs the provider running on this node? Check with: vault-csi-provider doctor --socket ${socket}`
       return opts.json
         ? {
             exitCode: EXIT.UNREACHABLE,
