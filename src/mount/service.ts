@@ -39,7 +39,12 @@ interface MountLogLine {
   files: number | undefined
   vaultCalls: number | undefined
   podToken: string | undefined
+  /** Optional objects left out because Vault does not have their secret (object names, bounded). */
+  skippedOptional: string[] | undefined
 }
+
+/** Skipped optional objects named in one log line at most. */
+const MAX_LOGGED_SKIPPED = 20
 
 export class MountService {
   private readonly opts: MountServiceOptions
@@ -96,6 +101,10 @@ export class MountService {
       line.vaultCalls = result.vaultCalls
       // Which pod token a login used; none when the pod's cached Vault token served the Mount.
       line.podToken = result.tokenSource ?? 'not-needed'
+      if (result.skippedOptional.length > 0) {
+        line.skippedOptional = result.skippedOptional.slice(0, MAX_LOGGED_SKIPPED).map(logString)
+        this.opts.mountObserver?.optionalSkipped?.(result.skippedOptional.length)
+      }
       log.info(line, 'mount')
       this.opts.mountObserver?.mountFinished('success', undefined, elapsedMs(started))
       return result
@@ -134,6 +143,7 @@ export class MountService {
       files: undefined,
       vaultCalls: undefined,
       podToken: undefined,
+      skippedOptional: undefined,
     }
   }
 }

@@ -33,6 +33,8 @@ export interface MountObserver {
   mountStarted(): void
   /** `errorCode`: the catalogue code of a failure, undefined for a success. */
   mountFinished(outcome: 'success' | 'failure', errorCode: ErrorCode | undefined, durationMs: number): void
+  /** Optional objects a successful Mount left out because Vault does not have their secret. */
+  optionalSkipped?(count: number): void
 }
 
 /** HTTP statuses Vault answers with that mean something distinct to an operator; the rest go to their class. */
@@ -94,6 +96,7 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   private readonly renewals: Counter<'outcome'>
   private readonly cache: Counter<'cache' | 'result'>
   private readonly leaseReuses: Counter<'result'>
+  private readonly optionalObjectsSkipped: Counter
   private readonly grpcCodeOf: (errorCode: ErrorCode | undefined) => string
 
   constructor(opts: ProviderMetricsOptions = {}) {
@@ -157,6 +160,12 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
       registers,
     })
 
+    this.optionalObjectsSkipped = new Counter({
+      name: `${METRIC_PREFIX}optional_objects_skipped_total`,
+      help: 'Objects marked optional that a successful Mount left out because Vault answered that their secret does not exist.',
+      registers,
+    })
+
     // Series that exist from the start, so dashboards and alerts see zeros rather than gaps.
     for (const outcome of ['success', 'failure']) {
       this.logins.inc({ outcome }, 0)
@@ -190,6 +199,10 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     if (operation === 'login') this.logins.inc({ outcome })
     // Token renewals are the renew-self calls; lease renewals (sys/leases/renew) count only as requests.
     if (operation === 'renew' && event.description.endsWith('auth/token/renew-self')) this.renewals.inc({ outcome })
+  }
+
+  optionalSkipped(count: number): void {
+    this.optionalObjectsSkipped.inc(count)
   }
 
   cacheLookup(cache: CacheKind, hit: boolean): void {

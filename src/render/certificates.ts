@@ -67,13 +67,27 @@ function issuedBy(child: X509Certificate, parent: X509Certificate): boolean {
   return child.checkIssued(parent) && child.verify(parent.publicKey)
 }
 
+/** A private key, its certificate and what is known of the chain, checked to belong together. */
+export interface CertificateMaterial {
+  key: KeyObject
+  /** The key as it was given (its PEM label and DER), written back as it is. */
+  keyLabel: string
+  keyDer: Buffer
+  /** The key's certificate, then its issuers up to (not including) a self-signed root. */
+  served: X509Certificate[]
+  /** The top of the chain (the self-signed root, or the highest issuer), then any other CA certificate. */
+  caCerts: X509Certificate[]
+  /** The root, when the material holds the self-signed root of the key's chain. */
+  root: X509Certificate | undefined
+}
+
 /**
  * `texts`: every string of the material, in a deterministic order. `what`
- * names the object in errors; no key or certificate content is ever quoted.
+ * names the object in errors, `format` the output; no key or certificate content is ever quoted.
  */
-export function splitCertificate(texts: readonly string[], what: string): Array<[string, Buffer]> {
+export function certificateMaterial(texts: readonly string[], what: string, format: string): CertificateMaterial {
   const fail = (message: string): never => {
-    throw new ProviderError('OUTPUT_FAILED', `${what}: format "tls": ${message}`)
+    throw new ProviderError('OUTPUT_FAILED', `${what}: format "${format}": ${message}`)
   }
   const blocks = readBlocks(texts, fail)
 
@@ -135,8 +149,21 @@ export function splitCertificate(texts: readonly string[], what: string): Array<
   else if (selfSigned(leaf)) caCerts = [leaf]
   caCerts = [...caCerts, ...others]
 
+  return {
+    key,
+    keyLabel: keyBlock.label,
+    keyDer: keyBlock.der,
+    served,
+    caCerts,
+    root: rootIncluded ? top : undefined,
+  }
+}
+
+/** The files of `format: tls` (see the header). */
+export function splitCertificate(texts: readonly string[], what: string): Array<[string, Buffer]> {
+  const { keyLabel, keyDer, served, caCerts } = certificateMaterial(texts, what, 'tls')
   const crt = served.map((c) => pemEncode('CERTIFICATE', c.raw)).join('')
-  const keyPem = pemEncode(keyBlock.label, keyBlock.der)
+  const keyPem = pemEncode(keyLabel, keyDer)
   const files: Array<[string, Buffer]> = [
     ['tls.crt', Buffer.from(crt, 'utf8')],
     ['tls.key', Buffer.from(keyPem, 'utf8')],

@@ -3,16 +3,18 @@
  * check that the driver would make on the result happens here, with the
  * object named in the error.
  */
+import { basename } from 'node:path'
 import { ProviderError, q } from '../errors.js'
 import { filePathProblem, pathConflicts } from '../request/file-paths.js'
 import { formatKeyPath } from '../request/key-path.js'
 import type { Encoding, SecretObject } from '../request/types.js'
 import { isPlainObject } from '../util/plain-object.js'
 import { canonicalJson } from '../util/canonical-json.js'
-import { splitCertificate } from './certificates.js'
+import { certificateMaterial, splitCertificate } from './certificates.js'
 import { decodeValue } from './encoding.js'
 import { extractKey, secretData, wholeResponse } from './extract.js'
 import { formatData } from './formats.js'
+import { writePkcs12 } from './pkcs12.js'
 import { describeLevel, selectPath } from './select.js'
 import { renderTemplate } from './template.js'
 import { versionOf } from './versions.js'
@@ -122,6 +124,19 @@ function valueBytes(value: unknown, encoding: Encoding, label: string, what: str
   return Buffer.from(canonicalJson(value), 'utf8')
 }
 
+/** The password of a `format: pkcs12` object: the text of its passwordObject, or empty without one. */
+function keystorePassword(obj: SecretObject, objects: ObjectValues, label: string): string {
+  if (obj.passwordObject === undefined) return ''
+  const value = objects(obj.passwordObject)
+  if (typeof value !== 'string') {
+    throw new ProviderError(
+      'OUTPUT_FAILED',
+      `${label}: format "pkcs12": passwordObject ${q(obj.passwordObject)} holds ${describeLevel(value)}, not the text of a password`,
+    )
+  }
+  return value
+}
+
 /**
  * `label` names the object and the Vault request in error messages;
  * `objects` resolves `@objectName` in templates.
@@ -171,6 +186,22 @@ export function renderObject(
       contents,
     }))
   }
+  if (obj.format === 'pkcs12') {
+    const texts = strings(decodedText(selectedValue(obj, body, label), obj.encoding, label))
+    const { key, served, root } = certificateMaterial(texts, label, 'pkcs12')
+    return [
+      {
+        path: obj.objectName,
+        mode,
+        contents: writePkcs12({
+          key,
+          chain: root === undefined ? served : [...served, root],
+          password: keystorePassword(obj, objects, label),
+          friendlyName: basename(obj.objectName),
+        }),
+      },
+    ]
+  }
   if (obj.format !== undefined) {
     const value = decodedText(selectedValue(obj, body, label), obj.encoding, label)
     return [{ path: obj.objectName, mode, contents: formatData(value, obj.format, label) }]
@@ -217,6 +248,7 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * other objects through `@objectName`. Every object's output is charged to
  * `budget` as it is produced (a template's as it is written), and the event
  * loop gets a turn between objects as RENDER_OBJECTS_PER_TURN and RENDER_BYTES_PER_TURN say.
+ * `skipped`: optional objects whose secret Vault does not have; they write no file.
  */
 export async function renderObjects(
   objects: readonly SecretObject[],
@@ -224,6 +256,7 @@ export async function renderObjects(
   defaultMode: number,
   labels: readonly string[],
   budget?: RenderBudget,
+  skipped: ReadonlySet<number> = new Set(),
 ): Promise<RenderedFile[][]> {
   const index = new Map(objects.map((o, i) => [o.objectName, i]))
   const memo = new Map<number, unknown>()
@@ -234,6 +267,12 @@ export async function renderObjects(
       throw new ProviderError(
         'OUTPUT_FAILED',
         `template references @${q(name)}, which is not an object that reads a secret`,
+      )
+    }
+    if (skipped.has(i)) {
+      throw new ProviderError(
+        'OUTPUT_FAILED',
+        `object ${q(name)} is optional and Vault has no such secret, yet another object needs its value`,
       )
     }
     if (!memo.has(i)) {
@@ -252,7 +291,8 @@ export async function renderObjects(
       bytesSinceTurn = 0
     }
     const label = labels[i]!
-    const files = renderObject(obj, bodies[i], defaultMode, label, values, budget)
+    // An optional object whose secret does not exist writes nothing.
+    const files = skipped.has(i) ? [] : renderObject(obj, bodies[i], defaultMode, label, values, budget)
     const bytes = files.reduce((n, f) => n + f.contents.length, 0)
     // A template's output was charged while it was written.
     if (obj.template === undefined) budget?.charge(bytes, label)

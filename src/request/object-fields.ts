@@ -6,9 +6,10 @@
 /**
  * What a field holds. `string`: Go's yaml decodes it into a string, so a plain YAML scalar there
  * keeps its source text (`secretKey: 0123` is "0123", not 83). `map`: a YAML map. `file mode`: an
- * octal literal such as 0640.
+ * octal literal such as 0640. `boolean`: true or false (YAML booleans, or the strings Go's
+ * strconv.ParseBool reads).
  */
-export type ObjectFieldKind = 'string' | 'map' | 'file mode'
+export type ObjectFieldKind = 'string' | 'map' | 'file mode' | 'boolean'
 
 export interface ObjectFieldSpec {
   readonly name: string
@@ -49,5 +50,19 @@ export const OBJECT_FIELDS: readonly ObjectFieldSpec[] = [
   },
   { name: 'format', kind: 'string', legacy: false, added: true, meaning: "the secret's data in another shape" },
   { name: 'template', kind: 'string', legacy: false, added: true, meaning: 'a Mustache template over the objects' },
+  {
+    name: 'passwordObject',
+    kind: 'string',
+    legacy: false,
+    added: true,
+    meaning: 'format pkcs12: the object whose value is the keystore password (none: an empty password)',
+  },
+  {
+    name: 'optional',
+    kind: 'boolean',
+    legacy: false,
+    added: true,
+    meaning: 'true: when Vault answers that the secret does not exist, the Mount goes on without this object',
+  },
   { name: 'objectVersion', kind: 'string', legacy: true, added: false, meaning: 'legacy: accepted and ignored' },
 ]

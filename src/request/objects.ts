@@ -32,6 +32,8 @@ export const MAX_SECRET_ARGS_DEPTH = 16
 const KNOWN_FIELDS = new Set(OBJECT_FIELDS.filter((f) => !f.legacy).map((f) => f.name))
 /** Fields Go decodes into strings: a plain scalar there keeps its source text (`0123`, `on`). */
 const STRING_FIELDS = new Set(OBJECT_FIELDS.filter((f) => !f.legacy && f.kind === 'string').map((f) => f.name))
+/** Field names a literal keystore password would be given in: refused with the way to do it instead. */
+const LITERAL_PASSWORD_FIELDS = new Set(['password', 'pkcs12Password', 'keystorePassword'])
 /** Formats that write a directory of files under objectName. */
 export const DIRECTORY_FORMATS: ReadonlySet<OutputFormat> = new Set<OutputFormat>(['files', 'tls'])
 /** Accepted for compatibility and ignored, as the reference provider does. */
@@ -218,6 +220,13 @@ function parseObject(index: number, entry: unknown): SecretObject {
     throw objectError(index, undefined, 'objectName is missing or not a string')
   }
   for (const key of Object.keys(fields)) {
+    if (LITERAL_PASSWORD_FIELDS.has(key)) {
+      throw objectError(
+        index,
+        name,
+        `${q(key)}: a password is never written in a SecretProviderClass; store it in Vault, list it as an object, and name that object in passwordObject`,
+      )
+    }
     if (!KNOWN_FIELDS.has(key) && !LEGACY_FIELDS.has(key)) {
       throw objectError(index, name, `unknown field ${q(key)} (known fields: ${[...KNOWN_FIELDS].join(', ')})`)
     }
@@ -327,11 +336,39 @@ function parseObject(index: number, entry: unknown): SecretObject {
     config,
     configJson: canonicalJson(config),
   }
+  const passwordObject = parsePasswordObject(index, name, fields.passwordObject, format)
+  const optional = parseOptional(index, name, fields.optional)
   // New fields only when set: objects without them stay exactly as before.
   if (secretKeyPath !== undefined) object.secretKeyPath = secretKeyPath
   if (format !== undefined) object.format = format
   if (template !== undefined) object.template = template
+  if (passwordObject !== undefined) object.passwordObject = passwordObject
+  if (optional) object.optional = true
   return object
+}
+
+function parsePasswordObject(
+  index: number,
+  name: string,
+  value: unknown,
+  format: OutputFormat | undefined,
+): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  if (format !== 'pkcs12') throw objectError(index, name, 'passwordObject is for format pkcs12 only')
+  const ref = scalarString(value)
+  if (ref === undefined) throw objectError(index, name, 'passwordObject must be the objectName of another object')
+  if (ref === name) throw objectError(index, name, 'passwordObject names the object itself')
+  return ref
+}
+
+/** `optional`: true or false, as a YAML boolean or Go's strconv.ParseBool spellings. */
+function parseOptional(index: number, name: string, value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return false
+  if (typeof value === 'boolean') return value
+  const text = scalarString(value)
+  if (text !== undefined && ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true
+  if (text !== undefined && ['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false
+  throw objectError(index, name, `optional must be true or false, got ${q(String(value))}`)
 }
 
 function parseTemplateField(index: number, name: string, value: unknown): string | undefined {
@@ -367,6 +404,21 @@ function checkTemplateReferences(objects: readonly SecretObject[]): void {
           `object ${q(o.objectName)}: template references @${q(ref)}, which is itself a template; templates can reference only objects that read a secret`,
         )
       }
+    }
+  }
+}
+
+/** passwordObject names an object of the class that reads a secret (not a template). */
+function checkPasswordObjects(objects: readonly SecretObject[]): void {
+  const byName = new Map(objects.map((o) => [o.objectName, o]))
+  for (const o of objects) {
+    if (o.passwordObject === undefined) continue
+    const target = byName.get(o.passwordObject)
+    if (target === undefined || target.template !== undefined) {
+      throw new ProviderError(
+        'BAD_OBJECT',
+        `object ${q(o.objectName)}: passwordObject ${q(o.passwordObject)} is not an objectName of this SecretProviderClass that reads a secret`,
+      )
     }
   }
 }
@@ -414,5 +466,6 @@ export function parseObjects(text: string, limits: ObjectsLimits = DEFAULT_OBJEC
     )
   }
   checkTemplateReferences(objects)
+  checkPasswordObjects(objects)
   return objects
 }

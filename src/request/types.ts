@@ -5,7 +5,7 @@ export const ENCODINGS = ['utf-8', 'base64', 'hex'] as const
 export type Encoding = (typeof ENCODINGS)[number]
 
 /** What an object writes besides the reference provider's one value / whole response (docs/outputs.md). */
-export const OUTPUT_FORMATS = ['json', 'yaml', 'env', 'properties', 'files', 'tls'] as const
+export const OUTPUT_FORMATS = ['json', 'yaml', 'env', 'properties', 'files', 'tls', 'pkcs12'] as const
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
 
 export const METHODS = ['GET', 'PUT', 'POST'] as const
@@ -32,6 +32,10 @@ export interface SecretObject {
   format?: OutputFormat
   /** A Mustache template rendered into the object's file (src/render/template.ts). */
   template?: string
+  /** `format: pkcs12`: the object whose value is the keystore's password; absent: an empty password. */
+  passwordObject?: string
+  /** When Vault answers that its secret does not exist (404), the Mount goes on without it. */
+  optional?: true
   encoding: Encoding
   /** Absent means the request's default permission. */
   filePermission?: number

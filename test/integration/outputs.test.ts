@@ -428,7 +428,7 @@ t.test('output formats through the driver client', async (t) => {
       [
         [{ objectName: 'x', secretPath: 'secret/data/app', format: 'xml' }],
         'InvalidArgument',
-        /object "x": format must be one of json, yaml, env, properties, files, tls, got "xml"/,
+        /object "x": format must be one of json, yaml, env, properties, files, tls, pkcs12, got "xml"/,
       ],
       [
         [{ objectName: 'x', secretPath: 'secret/data/app', secretKey: 'a', secretKeyPath: 'a' }],

@@ -20,13 +20,24 @@ const SAMPLES: Record<string, string> = {
   format: 'json',
   template: '"{{password}}"',
   objectVersion: '"3"',
+  passwordObject: 'pw',
+  optional: 'true',
 }
 
+/** Fields a field needs beside it to be valid. */
+const ALONGSIDE: Record<string, Record<string, string>> = { passwordObject: { format: 'pkcs12' } }
+
+/** An object with `field`, and a second object `pw` that a passwordObject can name. */
 function objectWith(field: string, value: string): string {
-  const fields: Record<string, string> = { objectName: 'x', secretPath: 'secret/data/x', [field]: value }
+  const fields: Record<string, string> = {
+    objectName: 'x',
+    secretPath: 'secret/data/x',
+    ...ALONGSIDE[field],
+    [field]: value,
+  }
   return `- ${Object.entries(fields)
     .map(([k, v]) => `${k}: ${v}`)
-    .join('\n  ')}\n`
+    .join('\n  ')}\n- objectName: pw\n  secretPath: secret/data/pw\n`
 }
 
 t.test('every field of the table has a sample here', async (t) => {

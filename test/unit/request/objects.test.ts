@@ -576,8 +576,11 @@ t.test('a template may omit secretPath and reference other objects', async (t) =
 
 t.test('output field errors name the object and the field', async (t) => {
   const cases: Array<[string[], string]> = [
-    [['format: xml'], 'object "a": format must be one of json, yaml, env, properties, files, tls, got "xml"'],
-    [['format: [json]'], 'object "a": format must be one of json, yaml, env, properties, files, tls, got "json"'],
+    [['format: xml'], 'object "a": format must be one of json, yaml, env, properties, files, tls, pkcs12, got "xml"'],
+    [
+      ['format: [json]'],
+      'object "a": format must be one of json, yaml, env, properties, files, tls, pkcs12, got "json"',
+    ],
     [['secretKeyPath: "a..b"'], 'object "a": secretKeyPath "a..b" expects a key name at character 3'],
     [
       ['secretKeyPath: "a[x]"'],
