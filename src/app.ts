@@ -25,6 +25,7 @@ import { BreakerRegistry, probeOutcome } from './vault/resilience/breaker.js'
 import { probeVaultHealth } from './vault/resilience/health-probe.js'
 import { SessionPool } from './vault/sessions/pool.js'
 import { TransportRegistry, type TransportSource } from './vault/transport/transport.js'
+import { anyProxy, describeProxySettings, readProxySettings, type ProxySettings } from './vault/transport/proxy.js'
 
 export interface Provider {
   mountService: MountService
@@ -79,6 +80,28 @@ function allowlistMetrics(metrics: ProviderMetrics, enabled: boolean): () => voi
   return () => unrestricted.inc()
 }
 
+/**
+ * The egress proxy variables (src/vault/transport/proxy.ts), with one log line saying which are in
+ * force (proxies as scheme://host:port, never their credentials). A value that is not a usable proxy
+ * URL stops the start: every Mount through it would fail.
+ */
+function readEgressProxy(env: NodeJS.ProcessEnv, logger: Logger): ProxySettings {
+  const proxy = readProxySettings(env)
+  if (anyProxy(proxy)) {
+    logger.info(
+      { proxy: describeProxySettings(proxy) },
+      'Vault addresses are reached through an egress proxy where the environment says so',
+    )
+  }
+  if (proxy.cgi && proxy.http && !proxy.vaultApi) {
+    logger.warn(
+      { variable: proxy.http.variable },
+      'REQUEST_METHOD is set: HTTP_PROXY is refused for http:// Vault addresses, as Go does for CGI processes; unset REQUEST_METHOD',
+    )
+  }
+  return proxy
+}
+
 /** How often a replaced instance checks that its successor still holds the socket. */
 export const STANDBY_POLL_MS = 1000
 
@@ -108,6 +131,8 @@ export interface MountServiceParts {
   kube: KubeClient | undefined
   pool: SessionPool
   breakers: BreakerRegistry
+  /** The egress proxy environment the Vault transports use (read once, here). */
+  proxy: ProxySettings
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -173,6 +198,9 @@ export async function buildMountService(
   env: NodeJS.ProcessEnv,
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
+  // Egress proxy (HTTPS_PROXY, NO_PROXY, VAULT_PROXY_ADDR, ...): read once, here, for every transport;
+  // a value that cannot be used stops the start before anything else is built.
+  const proxy = readEgressProxy(env, logger)
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
   const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
@@ -203,6 +231,7 @@ export async function buildMountService(
     maxResponseBytes: config.limits.maxVaultResponseBytes,
     observer: vaultObserver,
     idleConnectionMs: config.vaultIdleConnectionMs,
+    proxy,
   })
   const breakers = new BreakerRegistry(
     {},
@@ -226,6 +255,7 @@ export async function buildMountService(
     kube,
     pool,
     breakers,
+    proxy,
     close() {
       breakers.close()
       pool.close()
@@ -265,6 +295,7 @@ export async function buildProvider(
     metrics,
     logger,
     vault: config.vault,
+    proxy: parts.proxy,
   })
   const provider: Provider = {
     mountService,

@@ -11,6 +11,7 @@ import type { VaultConnection } from '../request/types.js'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../config/config.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../vault/resilience/health-probe.js'
 import { defaultTransportOptions, VaultTransport } from '../vault/transport/transport.js'
+import type { ProxySettings } from '../vault/transport/proxy.js'
 import { grpcStatusName } from './grpc-status.js'
 import { loadHealthClient, loadProtos, type ProviderProtos } from './proto.js'
 
@@ -163,15 +164,22 @@ export async function checkGrpcHealth(
 
 /**
  * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
- * SNI, unix socket), with the one probe the breaker and `doctor` use
+ * SNI, unix socket, egress proxy), with the one probe the breaker and `doctor` use
  * (vault/health-probe.ts, where what counts as healthy is explained).
  * Never throws.
  */
-export async function probeVaultHealth(conn: VaultConnection, timeoutMs = 5000): Promise<VaultHealth> {
+export async function probeVaultHealth(
+  conn: VaultConnection,
+  timeoutMs = 5000,
+  proxy?: ProxySettings,
+): Promise<VaultHealth> {
   const started = Date.now()
   let transport: VaultTransport
   try {
-    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+    transport = await VaultTransport.create(conn, {
+      ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+      proxy,
+    })
   } catch (err) {
     return {
       reachable: false,

@@ -16,6 +16,7 @@ import { healthAddrEnabled, parseListenAddress, type VaultDefaults } from '../co
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
 import { checkSocket, probeVaultHealth, type SocketCheck } from './health.js'
+import type { ProxySettings } from '../vault/transport/proxy.js'
 import { loadProviderClient, type ProviderProtos } from './proto.js'
 
 export interface OpsHttpServerOptions {
@@ -26,6 +27,8 @@ export interface OpsHttpServerOptions {
   logger: Logger
   /** The default Vault connection, for /health/vault (absent: the endpoint says so). */
   vault?: VaultDefaults
+  /** The egress proxy environment (read at start), which /health/vault goes through like Mounts. */
+  proxy?: ProxySettings
   /** Time limit of the readiness Version call. */
   readyTimeoutMs?: number
   /** The parsed services, shared with the gRPC server (parsed here when absent). */
@@ -101,7 +104,11 @@ export class OpsHttpServer {
           })
           return
         }
-        const h = await probeVaultHealth({ address, namespace: this.opts.vault.namespace, tls: this.opts.vault.tls })
+        const h = await probeVaultHealth(
+          { address, namespace: this.opts.vault.namespace, tls: this.opts.vault.tls },
+          undefined,
+          this.opts.proxy,
+        )
         json(h.healthy ? 200 : 503, {
           status: h.healthy ? 'ok' : h.reachable ? 'degraded' : 'unreachable',
           address,

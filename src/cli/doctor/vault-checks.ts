@@ -2,6 +2,7 @@
 import type { VaultConnection } from '../../request/types.js'
 import type { VaultHealth } from '../../server/health.js'
 import { isTlsErrorCode, tlsFix } from '../../vault/transport/call-errors.js'
+import { isProxyFailureCode } from '../../vault/transport/proxy-connection.js'
 import { ms } from '../output.js'
 import type { CheckResult, CheckStatus } from './check.js'
 
@@ -18,8 +19,9 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
       title: 'Vault is reachable',
       status: 'fail',
       detail: `${conn.address}: ${h.detail}`,
-      fix:
-        h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
+      fix: isProxyFailureCode(h.errorCode)
+        ? 'the egress proxy failed (see vault.proxy for which one and why it is used): check the proxy, its credentials and that it allows CONNECT to the Vault port, or reach Vault directly (NO_PROXY)'
+        : h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
           ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
           : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
     })
