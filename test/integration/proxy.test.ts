@@ -5,6 +5,7 @@
 // so those cases name OpenBao by this machine's host name, which resolves to 127.0.0.1 (Debian's
 // /etc/hosts) and is in the certificate of OpenBao's -dev-tls. VAULT_PROXY_ADDR applies to every
 // address, so its cases use 127.0.0.1. All traffic stays on 127.0.0.0/8.
+import { execFile } from 'node:child_process'
 import { lookup } from 'node:dns/promises'
 import { hostname } from 'node:os'
 import t, { type Test } from 'tap'
@@ -13,7 +14,7 @@ import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao, type OpenBao } from '../support/openbao.js'
 import { freePort } from '../support/ports.js'
-import { startProvider, type StartProviderOptions } from '../support/provider.js'
+import { CLI_MAIN, startProvider, type StartProviderOptions } from '../support/provider.js'
 import { selfSignedCaPem } from '../support/tls.js'
 import { tempDirFor } from '../support/tmp.js'
 import { startTinyproxy } from '../support/tinyproxy.js'
@@ -225,4 +226,71 @@ t.test('a proxy variable the provider cannot use stops the start, naming it and 
   )
   t.match(err?.message, /HTTPS_PROXY names a socks5:\/\/ proxy/)
   t.notOk(err?.message.includes(PROXY_PASSWORD), 'no password in what it printed')
+})
+
+/** `vault-csi-provider doctor --json` with `env` (and PATH, HOME): its checks by id, and its exit code. */
+function doctor(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; out: string; checks: Map<string, any> }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI_MAIN, 'doctor', '--json', ...args],
+      {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => {
+        const checks = new Map<string, any>((JSON.parse(stdout).checks as any[]).map((c) => [c.id, c]))
+        resolve({ code: err ? Number(err.code) : 0, out: stdout + stderr, checks })
+      },
+    )
+  })
+}
+
+t.test('doctor says which proxy a Vault address goes through, or why none, and checks Vault through it', async (t) => {
+  const proxy = await startTinyproxy({
+    connectPorts: [https.port],
+    basicAuth: { user: 'app', password: PROXY_PASSWORD },
+  })
+  t.teardown(() => proxy.stop())
+  const provider = await startProvider()
+  t.teardown(() => provider.stop())
+  const base = ['--socket', provider.socketPath, `--vault-tls-ca-cert=${https.caCertPath!}`]
+  const credentials = `http://app:${PROXY_PASSWORD}@127.0.0.1:${proxy.port}`
+
+  const through = await doctor([...base, `--vault-addr=${https.addr}`], { VAULT_PROXY_ADDR: credentials })
+  t.match(through.checks.get('vault.proxy'), {
+    status: 'pass',
+    detail:
+      `${https.addr} is reached through the proxy ${proxy.url} (with credentials): VAULT_PROXY_ADDR is set: ` +
+      "the Vault API's own proxy variable applies to every address (NO_PROXY does not)",
+  })
+  t.equal(through.checks.get('vault.reachable').status, 'pass', through.checks.get('vault.reachable').detail)
+  t.equal(through.checks.get('vault.tls').status, 'pass', 'the certificate is verified through the tunnel')
+  t.ok(
+    (await proxy.requests()).includes(`CONNECT 127.0.0.1:${https.port} HTTP/1.1`),
+    'the probe went through the proxy',
+  )
+
+  const localhost = https.addr.replace('127.0.0.1', 'localhost')
+  const direct = await doctor([...base, `--vault-addr=${localhost}`], { HTTPS_PROXY: credentials })
+  t.match(direct.checks.get('vault.proxy'), {
+    status: 'pass',
+    detail: `${localhost} is reached directly: localhost is never reached through a proxy`,
+  })
+
+  const port = await freePort()
+  const down = await doctor([...base, `--vault-addr=${https.addr}`], {
+    BAO_PROXY_ADDR: `http://app:${PROXY_PASSWORD}@127.0.0.1:${port}`,
+  })
+  t.equal(down.code, 1)
+  t.match(down.checks.get('vault.reachable'), {
+    status: 'fail',
+    detail: `cannot reach Vault at ${https.addr} through the proxy http://127.0.0.1:${port} (BAO_PROXY_ADDR): the proxy refused the connection (ECONNREFUSED)`,
+    fix: /the egress proxy failed \(see vault\.proxy/,
+  })
+  for (const run of [through, direct, down])
+    t.notOk(run.out.includes(PROXY_PASSWORD), 'no password in what doctor printed')
 })
