@@ -141,6 +141,14 @@ t.test('VAULT_PROXY_ADDR: every address, loopback too, with Basic credentials', 
   })
   t.ok(ok.result.ok, ok.result.message)
   t.ok((await proxy.requests()).includes(`CONNECT 127.0.0.1:${https.port} HTTP/1.1`), 'tunnelled with credentials')
+  const started = (await fx.provider.logLines()).find(
+    (l) => l.msg === 'Vault addresses are reached through an egress proxy where the environment says so',
+  )
+  t.same(
+    started?.proxy,
+    { vaultApi: `${proxy.url} (VAULT_PROXY_ADDR, with credentials)`, noProxy: '* (NO_PROXY)' },
+    'the start-up line says which, without the password',
+  )
 
   const wrong = await providerWith(t, https, {
     VAULT_PROXY_ADDR: `http://app:wrong-${PROXY_PASSWORD}@127.0.0.1:${proxy.port}`,

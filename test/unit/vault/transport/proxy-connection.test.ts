@@ -435,3 +435,17 @@ t.test("an https:// proxy is a TLS connection, verified with the system's CAs", 
     /the TLS handshake with the https:\/\/ proxy failed \(.*\): .*NODE_EXTRA_CA_CERTS/,
   )
 })
+
+t.test("Go's CGI rule: HTTP_PROXY is refused for http:// Vault while REQUEST_METHOD is set", async (t) => {
+  const err = (await failure(
+    VaultTransport.create(
+      { address: 'http://vault.example:8200', tls: { skipVerify: false } },
+      {
+        ...defaultTransportOptions(1024),
+        proxy: readProxySettings({ HTTP_PROXY: 'http://p:3128', REQUEST_METHOD: 'GET' }),
+      },
+    ),
+  )) as ProviderError
+  t.equal(err.code, 'VAULT_UNAVAILABLE')
+  t.match(err.message, /^Vault at "http:\/\/vault\.example:8200": HTTP_PROXY is not used while REQUEST_METHOD is set/)
+})
