@@ -2,6 +2,7 @@
 // a real proxy cannot be made to drop a CONNECT, answer garbage, add bytes after its answer or
 // present its own certificate, which is what these cases need. test/integration/proxy.test.ts runs
 // the same code against Debian's tinyproxy and a real OpenBao.
+import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
@@ -20,6 +21,11 @@ import {
 } from '../../../../src/vault/transport/transport.js'
 import { selfSignedServerCert } from '../../../support/tls.js'
 import { tempDirFor } from '../../../support/tmp.js'
+import { PACKAGE_ROOT } from '../../../../src/package-info.js'
+import { join } from 'node:path'
+
+/** One Vault call through the proxy of VAULT_PROXY_ADDR, in a process of its own (test/support/https-proxy-call.ts). */
+const HTTPS_PROXY_CALL = join(PACKAGE_ROOT, 'test', 'support', 'https-proxy-call.ts')
 
 type Behaviour = 'tunnel' | 'mitm' | 'close' | 'silent' | 'garbage' | 'extra' | 'forward' | number
 
@@ -49,11 +55,17 @@ function listen(t: Test, server: net.Server): Promise<number> {
 }
 
 /** A proxy that behaves as told: relays (CONNECT or absolute form), or fails in one of the ways real ones do. */
-async function testProxy(t: Test, behaviour: Behaviour, mitmCert?: { key: string; cert: string }): Promise<TestProxy> {
+async function testProxy(
+  t: Test,
+  behaviour: Behaviour,
+  mitmCert?: { key: string; cert: string },
+  /** Serve the proxy itself over TLS (an https:// proxy) with this certificate. */
+  proxyCert?: { key: string; cert: string },
+): Promise<TestProxy> {
   const heads: string[] = []
   const chunks: Buffer[] = []
   const state = { connections: 0, mitmReadPlaintext: false }
-  const server = net.createServer((socket) => {
+  const onConnection = (socket: net.Socket): void => {
     state.connections += 1
     let received = Buffer.alloc(0)
     const onData = (chunk: Buffer): void => {
@@ -136,10 +148,13 @@ async function testProxy(t: Test, behaviour: Behaviour, mitmCert?: { key: string
     }
     socket.on('data', onData)
     socket.on('error', () => undefined)
-  })
+  }
+  const server = proxyCert
+    ? tls.createServer({ key: readFileSync(proxyCert.key), cert: readFileSync(proxyCert.cert) }, onConnection)
+    : net.createServer(onConnection)
   const port = await listen(t, server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${proxyCert ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     heads,
     get connections() {
@@ -449,3 +464,26 @@ t.test("Go's CGI rule: HTTP_PROXY is refused for http:// Vault while REQUEST_MET
   t.equal(err.code, 'VAULT_UNAVAILABLE')
   t.match(err.message, /^Vault at "http:\/\/vault\.example:8200": HTTP_PROXY is not used while REQUEST_METHOD is set/)
 })
+
+t.test(
+  'an https:// proxy: TLS to the proxy, and inside it TLS to Vault (a process trusting the proxy’s CA)',
+  async (t) => {
+    const dir = await tempDirFor(t)
+    const v = await vault(t, 'https', dir)
+    const proxyPem = selfSignedServerCert(dir, 'proxy', 'proxy')
+    const proxy = await testProxy(t, 'tunnel', undefined, proxyPem)
+    // Node reads NODE_EXTRA_CA_CERTS at start only: the call runs in a process of its own.
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        [...process.execArgv, HTTPS_PROXY_CALL, v.address, v.cert],
+        { env: { ...process.env, NODE_EXTRA_CA_CERTS: proxyPem.cert, VAULT_PROXY_ADDR: proxy.url }, timeout: 30_000 },
+        (err, stdout, stderr) => (err ? reject(new Error(`${err.message}: ${stderr}`)) : resolve(stdout)),
+      )
+    })
+    t.same(JSON.parse(out.trim().split('\n').pop()!), { data: { v: 1 } })
+    const target = v.address.slice('https://'.length)
+    t.same(proxy.heads, [`CONNECT ${target} HTTP/1.1\r\nHost: ${target}`])
+    t.equal(proxy.tunnelled()[0], 0x16, 'inside the proxy’s TLS, a TLS handshake with Vault')
+  },
+)
