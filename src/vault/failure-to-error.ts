@@ -12,6 +12,7 @@ import {
   VaultHttpError,
   tlsHint,
 } from './transport/call-errors.js'
+import { ProxyConnectionError } from './transport/proxy-connection.js'
 
 export { MAX_VAULT_ERROR_CHARS, oneLine, statusOf, isTimeout } from './transport/call-errors.js'
 
@@ -33,10 +34,15 @@ export function describeFailure(err: unknown): VaultFailure {
     return { status, detail, unavailable: status === 503 || status === 502 || status === 504 }
   }
   if (err instanceof VaultConnectionError) {
-    if (err.kind === 'timeout') return { detail: 'no answer in time', unavailable: true }
     const hint = tlsHint(err.code)
-    if (hint !== undefined) return { detail: `${hint} (${err.code})`, unavailable: true }
-    return { detail: `connection failed (${err.code})`, unavailable: true }
+    const detail =
+      err.kind === 'timeout'
+        ? 'no answer in time'
+        : hint !== undefined
+          ? `${hint} (${err.code})`
+          : `connection failed (${err.code})`
+    // Through an egress proxy: which one, and whether the proxy itself failed.
+    return { detail: err instanceof ProxyConnectionError ? err.describe(detail) : detail, unavailable: true }
   }
   if (err instanceof VaultCallAborted) return { detail: 'the Mount was cancelled', unavailable: true }
   return { detail: 'request failed', unavailable: true }

@@ -172,6 +172,29 @@ t.test('values.schema.json refuses typos and wrong types at render time', async 
   }
 })
 
+t.test('csi.proxy: the egress proxy variables, and a Secret for a URL with credentials', async (t) => {
+  const env = (c: any): Array<{ name: string; value?: string }> => c.env
+  const defaults = provider(await renderChart({}))
+  t.same(
+    env(defaults).map((e) => e.name),
+    ['POD_NAMESPACE'],
+    'nothing by default',
+  )
+  t.equal(defaults.envFrom, undefined)
+  const set = provider(await renderChart(CHART_EVERY_OPTION))
+  t.same(
+    env(set).filter((e) => e.name !== 'POD_NAMESPACE'),
+    [
+      { name: 'HTTPS_PROXY', value: 'http://proxy.corp.example:3128' },
+      { name: 'HTTP_PROXY', value: 'http://proxy.corp.example:3128' },
+      { name: 'NO_PROXY', value: '.svc,.cluster.local,10.0.0.0/8' },
+    ],
+  )
+  t.same(set.envFrom, [{ secretRef: { name: 'egress-proxy' } }])
+  const bad = await helmTemplate({ csi: { proxy: { httpsProxi: 'http://p:3128' } } })
+  t.match(bad.stderr, /at '\/csi\/proxy': additional properties 'httpsProxi' not allowed/)
+})
+
 // A vault-helm `csi:` block as vault-helm users write it (its value names and forms: probe
 // settings, a templated string of annotations, tolerations as a YAML string, null volumes, an empty
 // maxUnavailable, global.externalVaultAddr and imagePullSecrets).

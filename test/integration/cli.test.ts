@@ -279,6 +279,7 @@ t.test('doctor: healthy (all pass), wrong role, wrong CA, sealed', async (t) => 
       'socket.permissions',
       'socket.version',
       'socket.health',
+      'vault.proxy',
       'vault.reachable',
       'vault.tls',
       'vault.sealed',
@@ -298,7 +299,7 @@ t.test('doctor: healthy (all pass), wrong role, wrong CA, sealed', async (t) => 
   const human = await cli([...base, `--vault-tls-ca-cert=${bao.caCertPath!}`, '--role', 'app'])
   t.equal(human.code, 0)
   t.match(human.stdout, /✓ pass {2}Vault is initialized and unsealed/)
-  t.match(human.stdout, /checks: 13 pass, 0 fail, 0 warn, 0 skip/)
+  t.match(human.stdout, /checks: 14 pass, 0 fail, 0 warn, 0 skip/)
 
   const wrongRole = await cli([...base, `--vault-tls-ca-cert=${bao.caCertPath!}`, '--role', 'nope', '--json'])
   t.equal(wrongRole.code, 1)

@@ -177,6 +177,12 @@ export const CHART_EVERY_OPTION = {
     hmacSecretName: 'my-hmac-key',
     vaultAddrAllowlist: ['https://vault.vault.svc:8200', 'https://*.vault.example:8200'],
     extraArgs: ['-identity-scope=serviceaccount', '--static-freshness=30s'],
+    proxy: {
+      httpsProxy: 'http://proxy.corp.example:3128',
+      httpProxy: 'http://proxy.corp.example:3128',
+      noProxy: '.svc,.cluster.local,10.0.0.0/8',
+      existingSecret: 'egress-proxy',
+    },
     volumes: [{ name: 'vault-ca', configMap: { name: 'vault-ca' } }],
     volumeMounts: [{ name: 'vault-ca', mountPath: '/vault/ca', readOnly: true }],
     pod: { annotations: { 'example.com/team': 'platform' }, extraLabels: { team: 'platform' } },

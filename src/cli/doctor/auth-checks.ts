@@ -6,11 +6,12 @@ import { describeFailure } from '../../vault/failure-to-error.js'
 import { VaultHttpError } from '../../vault/transport/call-errors.js'
 import { defaultTransportOptions, MAX_TOKEN_ANSWER_BYTES, VaultTransport } from '../../vault/transport/transport.js'
 import { createVaultClient, type VaultClient } from '../../vault/vault-client.js'
+import type { ProxySettings } from '../../vault/transport/proxy.js'
 import type { CheckResult } from './check.js'
 
-/** A Vault transport with the provider's default limits, for one doctor check. */
-function doctorTransport(conn: VaultConnection): Promise<VaultTransport> {
-  return VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+/** A Vault transport with the provider's default limits and egress proxy, for one doctor check. */
+function doctorTransport(conn: VaultConnection, proxy: ProxySettings | undefined): Promise<VaultTransport> {
+  return VaultTransport.create(conn, { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), proxy })
 }
 
 interface LoginProbe {
@@ -25,10 +26,16 @@ interface LoginProbe {
  * A login at auth/<mount>/login through node-vault and the provider's transport: Vault's status and
  * errors. A token it gets is revoked at once (best effort): the doctor leaves none behind.
  */
-async function tryLogin(conn: VaultConnection, mount: string, role: string, jwt: string): Promise<LoginProbe> {
+async function tryLogin(
+  conn: VaultConnection,
+  mount: string,
+  role: string,
+  jwt: string,
+  proxy: ProxySettings | undefined,
+): Promise<LoginProbe> {
   let transport: VaultTransport
   try {
-    transport = await doctorTransport(conn)
+    transport = await doctorTransport(conn, proxy)
   } catch (err) {
     return { errors: [], detail: err instanceof Error ? err.message : String(err) }
   }
@@ -63,6 +70,7 @@ export async function authChecks(
   mount: string,
   role: string | undefined,
   jwt: string | undefined,
+  proxy?: ProxySettings,
 ): Promise<CheckResult[]> {
   if (!role) {
     return [
@@ -77,7 +85,7 @@ export async function authChecks(
   }
   // Without the pod's token, a login with a deliberately invalid JWT still tells an
   // unknown mount (403), an unknown role ("role … not found") and a known role (token rejected) apart.
-  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt')
+  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt', proxy)
   const errors = probe.errors.join('; ')
   const out: CheckResult[] = []
   if (probe.status === undefined) {

@@ -3,6 +3,7 @@
  * Mount meets it, and says how to fix each failure.
  *
  *   socket   exists, is a socket, owner-only, answers Version and gRPC Health   socket-checks.ts
+ *   proxy    which egress proxy the Vault address goes through, or why none     proxy-checks.ts
  *   vault    reachable, TLS chain, initialized/sealed/standby, version, clock    vault-checks.ts
  *   auth     the auth mount and the role exist; with a pod token, it logs in   auth-checks.ts
  *   hmac     the object-version key (Kubernetes Secret or key file)             hmac-checks.ts
@@ -21,6 +22,7 @@ import { chosen, confirmMinting } from '../minting.js'
 import { authChecks } from './auth-checks.js'
 import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
 import { hmacChecks } from './hmac-checks.js'
+import { proxyCheck, readDoctorProxy } from './proxy-checks.js'
 import { rbacChecks } from './rbac-checks.js'
 import { socketChecks } from './socket-checks.js'
 import { FAIL_CLOCK_SKEW_MS, probeVaultOnce, vaultChecks } from './vault-checks.js'
@@ -83,6 +85,9 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
   const target = doctorTarget(parameters, config.vault, opts, flavour)
   // The daemon's -vault-addr-allowlist, given to the CLI: nothing is sent anywhere else.
   const allowlist = new AddressAllowlist(config.vaultAddrAllowlist)
+  // The egress proxy variables, read as the daemon reads them (src/vault/transport/proxy.ts).
+  const proxy = readDoctorProxy(process.env)
+  if ('failed' in proxy && target.kind === 'ok') results.push(proxy.failed)
   if (target.kind === 'no-address') {
     results.push({
       id: 'vault.reachable',
@@ -114,7 +119,9 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const authMount = settings.authMount
     const role = settings.roleName
     const audience = settings.audience
-    const health = await probeVaultOnce(conn)
+    if ('settings' in proxy) results.push(proxyCheck(conn.address, proxy.settings))
+    const proxySettings = 'settings' in proxy ? proxy.settings : undefined
+    const health = await probeVaultOnce(conn, 5_000, proxySettings)
     results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
     if (health.reachable) {
       let jwt: string | undefined
@@ -132,7 +139,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
         await confirmMinting(plan, { yes: opts.yes === true, allowlist, input: process.stdin, output: process.stderr })
         jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)
       }
-      results.push(...(await authChecks(conn, authMount, role, jwt)))
+      results.push(...(await authChecks(conn, authMount, role, jwt, proxySettings)))
     } else {
       results.push({
         id: 'auth.mount',

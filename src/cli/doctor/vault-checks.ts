@@ -2,8 +2,10 @@
 import type { VaultConnection } from '../../request/types.js'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
+import type { ProxySettings } from '../../vault/transport/proxy.js'
 import { defaultTransportOptions, VaultTransport } from '../../vault/transport/transport.js'
 import { isTlsErrorCode, tlsFix } from '../../vault/transport/call-errors.js'
+import { isProxyFailureCode } from '../../vault/transport/proxy-connection.js'
 import { ms } from '../output.js'
 import type { CheckResult, CheckStatus } from './check.js'
 
@@ -20,8 +22,9 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
       title: 'Vault is reachable',
       status: 'fail',
       detail: `${conn.address}: ${h.detail}`,
-      fix:
-        h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
+      fix: isProxyFailureCode(h.errorCode)
+        ? 'the egress proxy failed (see vault.proxy for which one and why it is used): check the proxy, its credentials and that it allows CONNECT to the Vault port, or reach Vault directly (NO_PROXY)'
+        : h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
           ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
           : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
     })
@@ -136,15 +139,22 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
 
 /**
  * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
- * SNI, unix socket), with the one probe the breaker and `doctor` use
+ * SNI, unix socket, egress proxy), with the one probe the breaker and `doctor` use
  * (vault/health-probe.ts, where what counts as healthy is explained).
  * Never throws.
  */
-export async function probeVaultOnce(conn: VaultConnection, timeoutMs = 5000): Promise<VaultHealth> {
+export async function probeVaultOnce(
+  conn: VaultConnection,
+  timeoutMs = 5000,
+  proxy?: ProxySettings,
+): Promise<VaultHealth> {
   const started = Date.now()
   let transport: VaultTransport
   try {
-    transport = await VaultTransport.create(conn, defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+    transport = await VaultTransport.create(conn, {
+      ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+      proxy,
+    })
   } catch (err) {
     return {
       reachable: false,

@@ -24,6 +24,7 @@ import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
 import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.js'
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
+import type { ProxySettings } from '../transport/proxy.js'
 import { defaultTransportOptions, VaultTransport } from '../transport/transport.js'
 
 export interface BreakerOptions {
@@ -229,12 +230,12 @@ export class BreakerRegistry {
  * transport built for the occasion. The composition root passes a prober on
  * the shared transports instead, so that probes are reported like any call.
  */
-export async function probeHealth(address: string, timeoutMs: number): Promise<ProbeOutcome> {
+export async function probeHealth(address: string, timeoutMs: number, proxy?: ProxySettings): Promise<ProbeOutcome> {
   let transport: VaultTransport
   try {
     transport = await VaultTransport.create(
       { address, tls: { skipVerify: false } },
-      defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+      { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), proxy },
     )
   } catch {
     // Unreadable TLS files: a configuration problem, not an outage.

@@ -24,6 +24,9 @@
  *   caller's AbortSignal ends it at once.
  * - Every call is reported to the observer: one place for login, read,
  *   renewal, revocation and health.
+ * - An egress proxy (HTTPS_PROXY, VAULT_PROXY_ADDR, ...: proxy.ts) is used as
+ *   the environment read at start says; the connection through it is
+ *   proxy-connection.ts, behind the same guard, and its failures name it.
  */
 import { Pool, buildConnector, type Dispatcher } from 'undici'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
@@ -47,6 +50,8 @@ import {
   type ConnectionFailureKind,
 } from './call-errors.js'
 import { DEFAULT_TRANSPORT_OPTIONS, readTlsMaterial, type TlsMaterial, type TransportOptions } from './tls-files.js'
+import { proxyFor, type ProxySettings } from './proxy.js'
+import { proxiedConnection, type ProxiedConnection } from './proxy-connection.js'
 
 export { DEFAULT_TRANSPORT_OPTIONS, MAX_CA_DIRECTORY_ENTRIES, type TransportOptions } from './tls-files.js'
 
@@ -108,6 +113,8 @@ export interface VaultTransportOptions extends TransportOptions {
    * (a shorter Keep-Alive hint from the server wins). Default DEFAULT_VAULT_IDLE_CONNECTION_MS.
    */
   idleConnectionMs?: number
+  /** The egress proxy environment, read once at start (proxy.ts); absent: every address is reached directly. */
+  proxy?: ProxySettings
 }
 
 /** One HTTP call to Vault. */
@@ -177,6 +184,8 @@ function codeOf(err: unknown): string | undefined {
 
 /** A socket, TLS or undici failure as a typed connection error; `answering` once the headers had come. */
 function connectionError(err: unknown, answering: boolean): VaultConnectionError {
+  // Already typed (a failure at an egress proxy, proxy-connection.ts).
+  if (err instanceof VaultConnectionError) return err
   let code = codeOf(err)
   // undici reports a closed socket as UND_ERR_SOCKET, with the system error (if any) as its cause.
   if (code === 'UND_ERR_SOCKET') code = codeOf((err as { cause?: unknown }).cause) ?? 'ECONNRESET'
@@ -204,14 +213,17 @@ export class TransportClosed extends Error {
 
 export class VaultTransport implements VaultCaller {
   readonly address: string
-  private readonly pool: Pool
+  private readonly pool: Dispatcher
   private readonly opts: VaultTransportOptions
   private closed = false
+  /** The egress proxy the calls go through; undefined: direct. */
+  private readonly via: ProxiedConnection | undefined
 
-  private constructor(address: string, pool: Pool, opts: VaultTransportOptions) {
+  private constructor(address: string, pool: Dispatcher, opts: VaultTransportOptions, via?: ProxiedConnection) {
     this.address = address
     this.pool = pool
     this.opts = opts
+    this.via = via
   }
 
   /**
@@ -225,7 +237,19 @@ export class VaultTransport implements VaultCaller {
       const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN)
       return new VaultTransport(address, newPool(UNIX_PLACEHOLDER_ORIGIN, connect, opts), opts)
     }
+    const route = proxyFor(address, opts.proxy)
+    if (route.kind === 'refused')
+      throw new ProviderError('VAULT_UNAVAILABLE', `Vault at ${q(address)}: ${route.reason}`)
     const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
+    if (route.kind === 'proxy') {
+      const via = proxiedConnection(
+        address,
+        { endpoint: route.endpoint, variable: route.variable, vaultAddress: address },
+        tls,
+      )
+      const connect = guardedConnector(address, tls ?? {}, opts, via.origin, via.connect)
+      return new VaultTransport(address, via.dispatcher(newPool(via.origin, connect, opts)), opts, via)
+    }
     const connect = guardedConnector(address, tls ?? {}, opts, address)
     return new VaultTransport(address, newPool(address, connect, opts), opts)
   }
@@ -245,7 +269,7 @@ export class VaultTransport implements VaultCaller {
   /** One call, reported to the observer whatever its outcome. */
   async call(c: VaultCall): Promise<VaultAnswer> {
     const observer = this.opts.observer
-    if (!observer) return this.send(c)
+    if (!observer) return this.sendVia(c)
     const started = process.hrtime.bigint()
     const report = (ok: boolean, status: number | undefined): void => {
       const event: VaultCallEvent = {
@@ -262,7 +286,7 @@ export class VaultTransport implements VaultCaller {
       }
     }
     try {
-      const answer = await this.send(c)
+      const answer = await this.sendVia(c)
       const ok = answer.status === 200 || answer.status === 204
       report(ok, ok ? undefined : answer.status)
       return answer
@@ -270,6 +294,15 @@ export class VaultTransport implements VaultCaller {
       report(false, err instanceof VaultHttpError ? err.status : undefined)
       throw err
     }
+  }
+
+  /** send(), with a connection failure through an egress proxy saying which proxy (proxy-connection.ts). */
+  private sendVia(c: VaultCall): Promise<VaultAnswer> {
+    const via = this.via
+    if (!via) return this.send(c)
+    return this.send(c).catch((err: unknown) => {
+      throw via.annotate(err)
+    })
   }
 
   /**
@@ -421,20 +454,23 @@ function newPool(origin: string, connect: buildConnector.connector, opts: VaultT
 
 /**
  * undici's connector with a check in front: every new connection goes to
- * the transport's own host and port only, and only while the allow-list
- * admits the address. Redirects are never followed; this holds even if some
- * code path tried.
+ * the transport's own host and port only (`origin`: Vault's, or the egress
+ * proxy's for http:// Vault through one), and only while the allow-list
+ * admits the Vault address. Redirects are never followed; this holds even
+ * if some code path tried. `connect`: how a connection is opened once
+ * admitted (through an egress proxy); default, straight to `origin`.
  */
 export function guardedConnector(
   address: string,
   options: { socketPath?: string } & Partial<TlsMaterial>,
   opts: TransportOptions,
   origin: string,
+  connect?: buildConnector.connector,
 ): buildConnector.connector {
   const url = new URL(origin)
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
-  const inner = buildConnector({ ...options, keepAlive: true } as buildConnector.BuildOptions)
+  const inner = connect ?? buildConnector({ ...options, keepAlive: true } as buildConnector.BuildOptions)
   return (connectOptions, callback) => {
     const wantHost = String(connectOptions.hostname ?? '').replace(/^\[|\]$/g, '')
     const wantPort = Number(connectOptions.port || (connectOptions.protocol === 'https:' ? 443 : 80))
