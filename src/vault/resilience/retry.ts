@@ -142,11 +142,18 @@ export async function withRetry<T>(
   hooks: RetryHooks = {},
   sleep: Sleep = abortableSleep,
 ): Promise<T> {
+  let lastError: unknown
   for (let n = 1; ; n++) {
-    hooks.beforeAttempt?.(n)
+    try {
+      hooks.beforeAttempt?.(n)
+    } catch (refused) {
+      // The breaker opened while this call was retrying: the call ends with what actually went wrong.
+      throw n > 1 ? lastError : refused
+    }
     try {
       return await attempt(n)
     } catch (err) {
+      lastError = err
       const decision = retryDecision(err)
       hooks.onFailure?.(err, n, decision)
       if (err instanceof VaultHttpError || err instanceof VaultConnectionError) err.attempts = n

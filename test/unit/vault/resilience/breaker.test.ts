@@ -110,8 +110,9 @@ t.test('as a layer around a call: stops retries once the address is open', async
     b.hooks(conn, 'ns'),
     async () => undefined,
   )
-  const err = (await call.catch((e: unknown) => e)) as ProviderError
-  t.equal(err.code, 'VAULT_UNAVAILABLE', 'the retry failed fast once the probe opened the address')
+  const err = await call.catch((e: unknown) => e)
+  t.equal(err, refused, 'the retry stopped once the probe opened the address, with the real cause')
+  t.throws(() => b.admit(conn), /has been unreachable since/, 'the next call fails fast')
   t.equal(attempts, 2, 'the attempt after the probe answered was the last')
 })
 

@@ -158,11 +158,12 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
 
   n = 0
   const refusal = new Error('open')
+  const cause = socketError('refused', 'ECONNREFUSED')
   await t.rejects(
     withRetry(
       async () => {
         n++
-        throw socketError('refused', 'ECONNREFUSED')
+        throw cause
       },
       Deadline.in(5000),
       fast,
@@ -173,10 +174,25 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
       },
       noSleep,
     ),
-    refusal,
-    'a hook can stop the retries (the breaker opening)',
+    cause,
+    'a hook can stop the retries (the breaker opening); the call ends with what went wrong',
   )
   t.equal(n, 1)
+  await t.rejects(
+    withRetry(
+      async () => 'never',
+      Deadline.in(5000),
+      fast,
+      {
+        beforeAttempt: () => {
+          throw refusal
+        },
+      },
+      noSleep,
+    ),
+    refusal,
+    "before a first attempt, the hook's refusal is the answer",
+  )
 })
 
 t.test('the attempt count travels in the typed error', async (t) => {
