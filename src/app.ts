@@ -8,6 +8,9 @@
 import { stat } from 'node:fs/promises'
 import { Counter, Gauge } from 'prom-client'
 import type { ProviderConfig } from './config/config.js'
+import { normaliseAuthMount, normaliseVaultAddress } from './config/vault-address.js'
+import { StateHandover } from './handover/handover.js'
+import type { HandoverSettings } from './handover/wire.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
@@ -33,6 +36,8 @@ export interface Provider {
   http: OpsHttpServer
   metrics: ProviderMetrics | undefined
   hmacKey: HmacKeySource
+  /** -state-handover: the predecessor's state at start, this process's for a successor; undefined when off. */
+  handover: StateHandover | undefined
   close(graceMs: number): Promise<void>
 }
 
@@ -108,6 +113,7 @@ export interface MountServiceParts {
   kube: KubeClient | undefined
   pool: SessionPool
   breakers: BreakerRegistry
+  allowlist: AddressAllowlist
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -226,12 +232,25 @@ export async function buildMountService(
     kube,
     pool,
     breakers,
+    allowlist,
     close() {
       breakers.close()
       pool.close()
       transports.close()
       kube?.close()
     },
+  }
+}
+
+/** The settings a predecessor's state must have been made under (src/handover/), as this process has them. */
+export function handoverSettings(config: ProviderConfig): HandoverSettings {
+  const address = config.vault.address
+  return {
+    vaultAddress: address === undefined ? '' : normaliseVaultAddress(address, '-vault-addr', (m) => new Error(m)),
+    vaultNamespace: config.vault.namespace ?? '',
+    authMount: normaliseAuthMount(config.vault.authMount) ?? config.vault.authMount,
+    identityScope: config.identityScope,
+    shareDynamicSecrets: config.shareDynamicSecrets,
   }
 }
 
@@ -266,13 +285,29 @@ export async function buildProvider(
     logger,
     vault: config.vault,
   })
+  // State handover (docs/failure-behaviour.md): an upgrade takes over the tokens and leases of the
+  // process it replaces instead of logging in and issuing everything anew.
+  const handover = config.stateHandover
+    ? new StateHandover({
+        endpoint: config.endpoint,
+        pool: parts.pool,
+        hmacKey,
+        settings: handoverSettings(config),
+        allowsAddress: (address) => parts.allowlist.allows(address),
+        logger,
+        observer: metrics,
+        replaced: () => server.checkReplaced(),
+      })
+    : undefined
   const provider: Provider = {
     mountService,
     server,
     http,
     metrics,
     hmacKey,
+    handover,
     async close(graceMs: number) {
+      handover?.close()
       await server.stop(graceMs)
       await http.stop()
       parts.close()

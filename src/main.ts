@@ -54,9 +54,12 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
 
   const provider = await buildProvider(config, logger, process.env)
+  // State handover (src/handover/): reach a running predecessor before taking its socket over.
+  const approach = await provider.handover?.approach()
   try {
     await provider.server.start()
   } catch (err) {
+    approach?.abandon()
     const message = err instanceof Error ? err.message : String(err)
     const failure = new Error(
       `cannot serve ${config.endpoint}: ${message}${await socketPermissionHint(config.endpoint, err)}`,
@@ -66,6 +69,9 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
     logger.error({ err: failure }, 'cannot serve the provider socket')
     throw failure
   }
+  provider.handover
+    ?.takeOver(approach)
+    .catch((err: unknown) => logger.error({ err }, 'state handover failed; the rest starts cold'))
   // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
   await provider.http
     .start()
