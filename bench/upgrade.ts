@@ -273,9 +273,12 @@ export async function runUpgrade(ctx: Context, v: Variant, pods: number): Promis
         )
       }
     }
-    // The DaemonSet deletes the old pod once the new one is ready.
-    await old.stop()
     const throughOut = await through
+    // The DaemonSet deletes the old pod once the new one is ready. Ours has handed the socket over and stands
+    // by: SIGTERM. The reference is killed (SIGKILL): on SIGTERM it closes its listener, and Go's close
+    // unlinks the socket path, which by now is the new process's socket, leaving the new one unreachable.
+    if (v.kind === 'reference') old.child.kill('SIGKILL')
+    await old.stop()
     await settleAudit()
     // From here on only the new process serves: what it uses is what it holds.
     const afterFrom = await auditSize(world.auditFile)
@@ -380,7 +383,7 @@ export function renderUpgrade(results: UpgradeResult[]): string[] {
   const r0 = results[0]!
   const out: string[] = ['## 6. Upgrade', '']
   out.push(
-    `${r0.pods} pods mount a class of one database credential (username and password from one lease), one PKI certificate (certificate and key) and three KV values, ${UPGRADE_ROUNDS_BEFORE} rounds; then a new provider process starts in the same socket directory while a round runs through the old one (${THROUGH_CONCURRENCY} Mounts at a time), the old process is stopped once the new one serves (ours: once it has handed the socket over and stands by), and the pods re-mount ${UPGRADE_ROUNDS_AFTER} rounds. "Caused by the upgrade" = the round through the replacement and the first round after it, minus twice the steady round (the last one before). Leases left behind: what served a pod right before the upgrade, is still valid in OpenBao at the end and serves nobody (database credentials: looked up with sys/leases/lookup; tokens: not revoked, not used since). "no state handover" is ours with ${NO_HANDOVER_ARG}: the provider as it was before issue 40.`,
+    `${r0.pods} pods mount a class of one database credential (username and password from one lease), one PKI certificate (certificate and key) and three KV values, ${UPGRADE_ROUNDS_BEFORE} rounds; then a new provider process starts in the same socket directory while a round runs (${THROUGH_CONCURRENCY} Mounts at a time, one gRPC connection, as the driver keeps), the old process is stopped once the new one serves and that round is done (ours: SIGTERM, after it has handed the socket over and stands by; the reference: SIGKILL, since on SIGTERM it unlinks the socket path, by then the new process's socket), and the pods re-mount ${UPGRADE_ROUNDS_AFTER} rounds. "Caused by the upgrade" = the round through the replacement and the first round after it, minus twice the steady round (the last one before). Leases left behind: what served a pod right before the upgrade, is still valid in OpenBao at the end and serves nobody (database credentials: looked up with sys/leases/lookup; tokens: not revoked, not used since). "no state handover" is ours with ${NO_HANDOVER_ARG}: the provider as it was before issue 40.`,
   )
   out.push('')
   out.push(
