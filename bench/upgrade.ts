@@ -38,8 +38,11 @@ export const UPGRADE_OBJECTS: SpcObject[] = [
 /** Re-mount rounds before the replacement (the last one is the steady round), and after it. */
 export const UPGRADE_ROUNDS_BEFORE = 3
 export const UPGRADE_ROUNDS_AFTER = 2
-/** The round that runs through the replacement: this many Mounts at once, so that it lasts. */
-const THROUGH_CONCURRENCY = 8
+/**
+ * Mounts at once in every round: few enough that the round through the replacement lasts beyond it,
+ * and the same in every round, since in serviceaccount scope how many KV reads coalesce depends on it.
+ */
+const CONCURRENCY = 8
 /** The new process starts this long after that round began. */
 const REPLACE_AFTER_MS = 300
 
@@ -205,9 +208,9 @@ export async function runUpgrade(ctx: Context, v: Variant, pods: number): Promis
       attributes: attributesFor(pod, UPGRADE_OBJECTS),
     }))
     const targets = podList.map((p) => p.target)
-    const round = async (label: string, concurrency = pods): Promise<{ out: ManyOutput; counts: VaultCounts }> => {
+    const round = async (label: string): Promise<{ out: ManyOutput; counts: VaultCounts }> => {
       const from = await auditSize(world.auditFile)
-      const out = await mountMany(old.socketDir, calls, concurrency, ctx.dir)
+      const out = await mountMany(old.socketDir, calls, CONCURRENCY, ctx.dir)
       await settleAudit()
       const { counts } = await countAuditSince(world.auditFile, from)
       const f = failures(out)
@@ -235,7 +238,7 @@ export async function runUpgrade(ctx: Context, v: Variant, pods: number): Promis
     const windowFrom = await auditSize(world.auditFile)
     const socketPath = join(old.socketDir, 'vault.sock')
     const oldInode = await socketInode(socketPath)
-    const through = mountMany(old.socketDir, calls, THROUGH_CONCURRENCY, ctx.dir)
+    const through = mountMany(old.socketDir, calls, CONCURRENCY, ctx.dir)
     await new Promise((r) => setTimeout(r, REPLACE_AFTER_MS))
     const replaceStart = Date.now()
     ctx.log(`upgrade: ${v.label}: starting the new process beside the old one`)
@@ -383,7 +386,7 @@ export function renderUpgrade(results: UpgradeResult[]): string[] {
   const r0 = results[0]!
   const out: string[] = ['## 6. Upgrade', '']
   out.push(
-    `${r0.pods} pods mount a class of one database credential (username and password from one lease), one PKI certificate (certificate and key) and three KV values, ${UPGRADE_ROUNDS_BEFORE} rounds; then a new provider process starts in the same socket directory while a round runs (${THROUGH_CONCURRENCY} Mounts at a time, one gRPC connection, as the driver keeps), the old process is stopped once the new one serves and that round is done (ours: SIGTERM, after it has handed the socket over and stands by; the reference: SIGKILL, since on SIGTERM it unlinks the socket path, by then the new process's socket), and the pods re-mount ${UPGRADE_ROUNDS_AFTER} rounds. "Caused by the upgrade" = the round through the replacement and the first round after it, minus twice the steady round (the last one before). Leases left behind: what served a pod right before the upgrade, is still valid in OpenBao at the end and serves nobody (database credentials: looked up with sys/leases/lookup; tokens: not revoked, not used since). "no state handover" is ours with ${NO_HANDOVER_ARG}: the provider as it was before issue 40.`,
+    `${r0.pods} pods mount a class of one database credential (username and password from one lease), one PKI certificate (certificate and key) and three KV values, ${UPGRADE_ROUNDS_BEFORE} rounds of ${CONCURRENCY} Mounts at a time over one gRPC connection (as the driver keeps one); then a new provider process starts in the same socket directory while a round runs, the old process is stopped once the new one serves and that round is done (ours: SIGTERM, after it has handed the socket over and stands by; the reference: SIGKILL, since on SIGTERM it unlinks the socket path, by then the new process's socket), and the pods re-mount ${UPGRADE_ROUNDS_AFTER} rounds. "Caused by the upgrade" = the round through the replacement and the first round after it, minus twice the steady round (the last one before). Leases left behind: what served a pod right before the upgrade, is still valid in OpenBao at the end and serves nobody (database credentials: looked up with sys/leases/lookup; tokens: not revoked, not used since). "no state handover" is ours with ${NO_HANDOVER_ARG}: the provider as it was before issue 40.`,
   )
   out.push('')
   out.push(
