@@ -275,7 +275,11 @@ export async function buildProvider(
     // A newer instance took over the socket and this one has finished its calls. Exiting would
     // make kubelet restart this container (DaemonSet pods always restart), and the restarted
     // process would take the socket back: stand by until the pod is deleted (SIGTERM).
-    onReplaced: () => standBy(config.endpoint, logger),
+    // Its state, if not handed over, is stale from now on (the new instance serves): offer it to nobody.
+    onReplaced: () => {
+      handover?.close()
+      standBy(config.endpoint, logger)
+    },
   })
   const http = new OpsHttpServer({
     protos,

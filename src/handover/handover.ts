@@ -174,6 +174,8 @@ export class StateHandover {
   /** A successor is being served, or has been: one handover per process. */
   private busy = false
   private handedOver = false
+  /** Replaced or shutting down: offers nothing any more (its state is stale or gone). */
+  private closed = false
 
   constructor(opts: StateHandoverOptions) {
     this.opts = opts
@@ -383,7 +385,7 @@ export class StateHandover {
 
   /** Listens for a successor (bound like the Mount socket: a private name renamed over the path, 0600). */
   async listen(): Promise<void> {
-    if (this.path === undefined || this.server !== undefined || this.handedOver) return
+    if (this.path === undefined || this.server !== undefined || this.handedOver || this.closed) return
     const server = net.createServer((socket) => void this.serve(socket))
     const privatePath = privateSocketPath(this.path, `${process.pid}-${randomBytes(3).toString('hex')}.1`)!
     try {
@@ -399,6 +401,8 @@ export class StateHandover {
             })
           }),
       )
+      // Replaced meanwhile: the path may be a successor's by now.
+      if (this.closed) throw new Error('replaced before it could listen')
       await rename(privatePath, this.path)
       this.server = server
     } catch (err) {
@@ -476,7 +480,7 @@ export class StateHandover {
     const started = Date.now()
     this.handedOver = true
     // No second successor: this process has nothing left to give.
-    this.server?.close()
+    this.close()
     const sessions = this.opts.pool.exportState()
     const leases = sessions.reduce((n, s) => n + leasesOf(s), 0)
     await writeFrame(socket, encodeFrame({ type: 'begin', sessions: sessions.length, leases }))
@@ -500,8 +504,10 @@ export class StateHandover {
     )
   }
 
-  /** Stops listening; a handover in progress goes on. */
+  /** Stops listening for good (replaced, or shutting down); a handover in progress goes on. */
   close(): void {
+    this.closed = true
     this.server?.close()
+    this.server = undefined
   }
 }
