@@ -413,6 +413,8 @@ export class StateHandover {
 
   private async serve(socket: net.Socket): Promise<void> {
     const { logger } = this.opts
+    // A peer that resets the connection must not take the process down (the reader reports it).
+    socket.on('error', () => undefined)
     if (this.busy) {
       await writeFrame(socket, encodeFrame({ type: 'decline', reason: 'another successor is being served' })).catch(
         () => undefined,
