@@ -271,6 +271,7 @@ export class StateHandover {
       release = resolve
     })
     const timer = setTimeout(release, HOLD_SESSIONS_MS)
+    timer.unref()
     void released.then(() => clearTimeout(timer))
     this.opts.pool.holdSessionsUntil(released)
     return {
