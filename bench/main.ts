@@ -29,6 +29,7 @@ import {
 } from './scenarios.js'
 import { startWorld, TTL, type World } from './world.js'
 import { runFleet } from './fleet.js'
+import { runUpgrade, upgradeVariants } from './upgrade.js'
 import { renderSummary, summariseFile } from './profile.js'
 
 export const DEFAULT_OUT_DIR = join(PACKAGE_ROOT, 'bench', 'results')
@@ -179,6 +180,7 @@ export async function runBench(
     latency: [],
     footprint: [],
     fleet: [],
+    upgrade: [],
     failures: [],
     startups: {},
     firstAnswers: {},
@@ -221,7 +223,7 @@ export async function runBench(
   process.once('SIGTERM', onSignal)
   try {
     world = await startWorld({
-      database: o.scenarios.includes('churn') || o.scenarios.includes('fleet'),
+      database: o.scenarios.includes('churn') || o.scenarios.includes('fleet') || o.scenarios.includes('upgrade'),
       vaultTls: o.vaultTls,
       log,
     })
@@ -293,6 +295,11 @@ export async function runBench(
     if (o.scenarios.includes('fleet')) {
       for (const v of [...oursScopes, ...ref]) {
         await attempt(v, 'fleet', () => runFleet(ctx, v, o.nodes, o.pods, o.fleetSpreadSec), results.fleet)
+      }
+    }
+    if (o.scenarios.includes('upgrade')) {
+      for (const v of upgradeVariants(oursScopes, ref)) {
+        await attempt(v, 'upgrade', () => runUpgrade(ctx, v, o.pods), results.upgrade!)
       }
     }
   } finally {

@@ -1,7 +1,7 @@
 // Command-line options of `npm run bench` (node dist/bench/main.js [options]).
 import { existsSync } from 'node:fs'
 import { isAbsolute } from 'node:path'
-export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint', 'fleet'] as const
+export const SCENARIOS = ['storm', 'churn', 'latency', 'footprint', 'fleet', 'upgrade'] as const
 export type Scenario = (typeof SCENARIOS)[number]
 
 export interface BenchOptions {
@@ -79,7 +79,7 @@ export const DEFAULT_BASELINE = '9064202'
 
 export const USAGE = `usage: npm run bench -- [options]
 
-  --scenario LIST    storm,churn,latency,footprint,fleet (comma-separated; default: all)
+  --scenario LIST    storm,churn,latency,footprint,fleet,upgrade (comma-separated; default: all)
   --pods N           pods per node (default 110)
   --nodes N          provider processes in the fleet scenario (default 10)
   --fleet-spread SEC the fleet's nodes start their pods one after another over SEC seconds

@@ -14,7 +14,7 @@
 // HTTPS front.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { freePort } from '../test/support/ports.js'
@@ -140,6 +140,8 @@ export interface StartSpec {
   nodeBin?: string
   /** Ours: NODE_COMPILE_CACHE, as the image sets it (already filled); default none. */
   compileCacheDir?: string
+  /** The socket directory of a running provider this one replaces (the upgrade scenario); default a new one. */
+  socketDir?: string
 }
 
 const live = new Set<ChildProcess>()
@@ -176,9 +178,8 @@ function referenceHelp(bin: string): string {
 
 export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnderTest> {
   // A unix socket's path is at most 107 bytes: the label is cut, mkdtemp keeps the folder unique.
-  const socketDir = await import('node:fs/promises').then((fs) =>
-    fs.mkdtemp(join(s.dir, `sock-${s.label.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)}-`)),
-  )
+  const socketDir =
+    s.socketDir ?? (await mkdtemp(join(s.dir, `sock-${s.label.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)}-`)))
   const socketPath = join(socketDir, 'vault.sock')
   const logPath = join(s.dir, `provider-${s.label.replace(/[^a-z0-9]+/gi, '-')}.log`)
   const healthPort = await freePort()

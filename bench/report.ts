@@ -14,6 +14,7 @@ import { AFTER_IDLE_MOUNTS, PACED_INTERVAL_MS, PACED_MOUNTS, type BenchOptions }
 import { perNode, projections, PROJECTION } from './economy.js'
 import { median } from './stats.js'
 import type { FleetResult } from './fleet.js'
+import { renderUpgrade, type UpgradeResult } from './upgrade.js'
 
 export interface ReferenceInfo {
   available: boolean
@@ -38,6 +39,8 @@ export interface BenchResults {
   latency: LatencyResult[]
   footprint: FootprintResult[]
   fleet: FleetResult[]
+  /** The upgrade scenario (issue 40); absent in results of runs before it. */
+  upgrade?: UpgradeResult[]
   failures: Failed[]
   /** Every start-up seen, per variant: spawn → the socket accepts (ms). */
   startups: Record<string, number[]>
@@ -466,6 +469,7 @@ export function renderMarkdown(r: BenchResults): string {
   }
 
   if (r.fleet.length > 0) out.push(...renderFleet(r))
+  out.push(...renderUpgrade(r.upgrade ?? []))
 
   out.push('## Targets of issue 12')
   out.push('')

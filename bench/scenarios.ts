@@ -128,7 +128,6 @@ function hmacGets(world: World): number {
 }
 
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
-const IMAGE_CACHE_FILL = imageCacheFill()
 
 /**
  * The code caches as the image's build fills them: the script (ours, or the floor's, which runs
@@ -145,7 +144,8 @@ function compileCacheFor(ctx: Context, v: Variant): string | undefined {
   const main = v.main ?? OUR_MAIN
   const key = `${nodeBin} ${main}`
   if (!cache.filled.has(key)) {
-    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, ...IMAGE_CACHE_FILL], {
+    // Read only here: a Dockerfile without NODE_COMPILE_CACHE (and its fill step) never gets this far.
+    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, ...imageCacheFill()], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_COMPILE_CACHE: cache.dir },
       encoding: 'utf8',
       timeout: 60_000,

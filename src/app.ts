@@ -9,6 +9,9 @@ import { stat } from 'node:fs/promises'
 import { Counter, Gauge } from 'prom-client'
 import type { ProviderConfig } from './config/config.js'
 import type { VaultConnection } from './request/types.js'
+import { normaliseAuthMount, normaliseVaultAddress } from './config/vault-address.js'
+import { StateHandover } from './handover/handover.js'
+import type { HandoverSettings } from './handover/wire.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
@@ -39,6 +42,8 @@ export interface Provider {
   http: OpsHttpServer
   metrics: ProviderMetrics | undefined
   hmacKey: HmacKeySource
+  /** -state-handover: the predecessor's state at start, this process's for a successor; undefined when off. */
+  handover: StateHandover | undefined
   close(graceMs: number): Promise<void>
 }
 
@@ -145,6 +150,7 @@ export interface MountServiceParts {
   transports: TransportRegistry
   /** The egress proxy environment the Vault transports use (read once, here). */
   proxy: ProxySettings
+  allowlist: AddressAllowlist
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -275,12 +281,25 @@ export async function buildMountService(
     breakers,
     transports,
     proxy,
+    allowlist,
     close() {
       breakers.close()
       pool.close()
       transports.close()
       kube?.close()
     },
+  }
+}
+
+/** The settings a predecessor's state must have been made under (src/handover/), as this process has them. */
+export function handoverSettings(config: ProviderConfig): HandoverSettings {
+  const address = config.vault.address
+  return {
+    vaultAddress: address === undefined ? '' : normaliseVaultAddress(address, '-vault-addr', (m) => new Error(m)),
+    vaultNamespace: config.vault.namespace ?? '',
+    authMount: normaliseAuthMount(config.vault.authMount) ?? config.vault.authMount,
+    identityScope: config.identityScope,
+    shareDynamicSecrets: config.shareDynamicSecrets,
   }
 }
 
@@ -310,7 +329,14 @@ export async function buildProvider(
         // make kubelet restart this container (DaemonSet pods always restart), and the restarted
         // process would take the socket back: stand by until the pod is deleted (SIGTERM). The
         // successor takes every socket; the first one's stands for all.
-        onReplaced: i === 0 ? () => standBy(endpoint.path, logger) : undefined,
+        // Its state, if not handed over, is stale from now on (the new instance serves): offer it to nobody.
+        onReplaced:
+          i === 0
+            ? () => {
+                handover?.close()
+                standBy(endpoint.path, logger)
+              }
+            : undefined,
       }),
   )
   const server = servers[0]!
@@ -328,6 +354,20 @@ export async function buildProvider(
         : new HealthCache(async () => probeVaultHealth(await parts.transports.get(providerConnection(config)), 5_000)),
     vaultAddress: config.vault.address,
   })
+  // State handover (docs/failure-behaviour.md): an upgrade takes over the tokens and leases of the
+  // process it replaces instead of logging in and issuing everything anew.
+  const handover = config.stateHandover
+    ? new StateHandover({
+        endpoint: config.endpoint,
+        pool: parts.pool,
+        hmacKey,
+        settings: handoverSettings(config),
+        allowsAddress: (address) => parts.allowlist.allows(address),
+        logger,
+        observer: metrics,
+        replaced: () => server.checkReplaced(),
+      })
+    : undefined
   const provider: Provider = {
     mountService,
     server,
@@ -335,7 +375,9 @@ export async function buildProvider(
     http,
     metrics,
     hmacKey,
+    handover,
     async close(graceMs: number) {
+      handover?.close()
       await Promise.all(servers.map((s) => s.stop(graceMs)))
       await http.stop()
       parts.close()

@@ -54,11 +54,14 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
 
   const provider = await buildProvider(config, logger, process.env)
+  // State handover (src/handover/): reach a running predecessor before taking its sockets over.
+  const approach = await provider.handover?.approach()
   for (const [i, server] of provider.servers.entries()) {
     const endpoint = config.endpoints[i]!.path
     try {
       await server.start()
     } catch (err) {
+      approach?.abandon()
       const message = err instanceof Error ? err.message : String(err)
       const failure = new Error(`cannot serve ${endpoint}: ${message}${await socketPermissionHint(endpoint, err)}`, {
         cause: err,
@@ -68,6 +71,9 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
       throw failure
     }
   }
+  provider.handover
+    ?.takeOver(approach)
+    .catch((err: unknown) => logger.error({ err }, 'state handover failed; the rest starts cold'))
   // The socket is the product: a health port that cannot be bound is reported, and the pod's probes fail.
   await provider.http
     .start()

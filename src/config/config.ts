@@ -100,6 +100,8 @@ export interface ProviderConfig {
   shareDynamicSecrets: boolean
   /** Identities not seen for this long are revoked; 0 never revokes. */
   identityIdleMs: number
+  /** -state-handover: take over a running predecessor's tokens and leases at start, and offer this process's to a successor. */
+  stateHandover: boolean
   mountTimeoutMs: number
   /** Vault addresses a Mount may use (-vault-addr-allowlist); empty: any (the compatible default). */
   vaultAddrAllowlist: string[]
@@ -489,6 +491,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     staticFreshnessMs:
       str('static-freshness') === undefined ? 0 : parseDurationMs(str('static-freshness')!, '-static-freshness'),
     shareDynamicSecrets: bools.get('share-dynamic-secrets') === true,
+    stateHandover: bools.get('state-handover') ?? true,
     identityIdleMs:
       str('identity-idle-timeout') === undefined
         ? DEFAULT_IDENTITY_IDLE_MS

@@ -333,6 +333,15 @@ export const FLAGS = [
     origin: 'ours',
     meaning: "the provider's own service-account token, CA and namespace",
   },
+  {
+    name: 'state-handover',
+    kind: 'boolean',
+    env: undefined,
+    openbaoName: undefined,
+    openbaoEnv: undefined,
+    origin: 'ours',
+    meaning: "take over a running predecessor's tokens and leases at start, and offer this process's to a successor",
+  },
 ] as const satisfies readonly FlagSpec[]
 
 export type FlagName = (typeof FLAGS)[number]['name']

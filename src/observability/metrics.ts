@@ -97,6 +97,7 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   private readonly cache: Counter<'cache' | 'result'>
   private readonly leaseReuses: Counter<'result'>
   private readonly optionalObjectsSkipped: Counter
+  private readonly handovers: Counter<'item' | 'outcome'>
   private readonly grpcCodeOf: (errorCode: ErrorCode | undefined) => string
 
   constructor(opts: ProviderMetricsOptions = {}) {
@@ -165,6 +166,12 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
       help: 'Objects marked optional that a successful Mount left out because Vault answered that their secret does not exist.',
       registers,
     })
+    this.handovers = new Counter({
+      name: `${METRIC_PREFIX}handover_total`,
+      help: 'What this process took over from the provider it replaced at start (state handover), by item ("identity": a Vault token; "lease": a leased or issued secret) and outcome ("taken_over", "refused", "expired" in transit).',
+      labelNames: ['item', 'outcome'],
+      registers,
+    })
 
     // Series that exist from the start, so dashboards and alerts see zeros rather than gaps.
     for (const outcome of ['success', 'failure']) {
@@ -173,6 +180,9 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
     }
     for (const cache of CACHES) for (const result of ['hit', 'miss']) this.cache.inc({ cache, result }, 0)
     for (const result of ['hit', 'miss']) this.leaseReuses.inc({ result }, 0)
+    for (const item of ['identity', 'lease']) {
+      for (const outcome of ['taken_over', 'refused', 'expired']) this.handovers.inc({ item, outcome }, 0)
+    }
     this.mounts.inc({ outcome: 'success', grpc_code: this.grpcCodeOf(undefined), error_code: '' }, 0)
 
     if (opts.processMetrics ?? true) {
@@ -211,6 +221,11 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
 
   leaseReuse(hit: boolean): void {
     this.leaseReuses.inc({ result: hit ? 'hit' : 'miss' })
+  }
+
+  /** State handover (src/handover/): what was taken over from the predecessor, at start. */
+  handover(item: 'identity' | 'lease', outcome: 'taken_over' | 'refused' | 'expired', count: number): void {
+    this.handovers.inc({ item, outcome }, count)
   }
 
   get contentType(): string {

@@ -113,6 +113,9 @@ export class ProviderServer {
   private binds = 0
   private readonly instanceTag = randomBytes(3).toString('hex')
   private watchTimer: NodeJS.Timeout | undefined
+  private checking: Promise<void> | undefined
+  /** Set when another instance took the path over: settles once this one has drained. */
+  private handOverDone: Promise<void> | undefined
   /** grpc.health.v1.Health on the same socket: SERVING between start() and stop(). */
   readonly health = new HealthState()
 
@@ -229,28 +232,41 @@ export class ProviderServer {
    * it again, so the driver can still reach this instance.
    */
   private watchSocket(): void {
-    let checking = false
-    this.watchTimer = setInterval(() => {
-      if (checking) return
-      checking = true
-      void socketInodeAt(this.opts.socketPath)
-        .then(async (ino) => {
-          if (this.stopping || this.replaced || this.socketInode === undefined) return
-          if (ino !== undefined && ino !== this.socketInode) {
-            void this.handOver()
-            return
-          }
-          if (ino === undefined) {
-            this.opts.logger.warn({ socket: this.opts.socketPath }, 'the socket file disappeared; binding it again')
-            await this.bindPublicPath()
-          }
-        })
-        .catch((err: unknown) => this.opts.logger.error({ err }, 'cannot bind the socket again'))
-        .finally(() => {
-          checking = false
-        })
-    }, HANDOVER_POLL_MS)
+    this.watchTimer = setInterval(() => void this.checkSocket(), HANDOVER_POLL_MS)
     this.watchTimer.unref()
+  }
+
+  /** One check of the socket path (the poll's, or one a successor asked for); one at a time. */
+  private checkSocket(): Promise<void> {
+    this.checking ??= socketInodeAt(this.opts.socketPath)
+      .then(async (ino) => {
+        if (this.stopping || this.replaced || this.socketInode === undefined) return
+        if (ino !== undefined && ino !== this.socketInode) {
+          this.handOverDone = this.handOver()
+          return
+        }
+        if (ino === undefined) {
+          this.opts.logger.warn({ socket: this.opts.socketPath }, 'the socket file disappeared; binding it again')
+          await this.bindPublicPath()
+        }
+      })
+      .catch((err: unknown) => this.opts.logger.error({ err }, 'cannot bind the socket again'))
+      .finally(() => {
+        this.checking = undefined
+      })
+    return this.checking
+  }
+
+  /**
+   * A successor says it has taken over the socket path (src/handover/): check now instead of at
+   * the next poll. True once this instance has handed the socket over and finished its calls;
+   * false while the path is still its own.
+   */
+  async checkReplaced(): Promise<boolean> {
+    await this.checkSocket()
+    if (this.handOverDone === undefined) return false
+    await this.handOverDone
+    return true
   }
 
   /**

@@ -16,6 +16,7 @@ import { FairCache } from '../../util/fair-cache.js'
 import type { Timers } from '../../util/shared-call.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import type { RetryPolicy, Sleep } from '../resilience/retry.js'
+import type { ExportedSession, ImportedEntries } from './exported.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
 import { VaultSession, type VaultIdentity } from './session.js'
 import {
@@ -82,6 +83,10 @@ export class SessionPool {
    */
   private secretStore: SecretStore | undefined
   private readonly clock: Clock
+  /** Handover: the predecessor's state being taken over; new sessions wait for it (holdSessionsUntil). */
+  private importing: Promise<void> | undefined
+  /** Handover: this process's state went to a successor; nothing is revoked from now on. */
+  private handedOver = false
 
   constructor(opts: SessionPoolOptions) {
     this.opts = opts
@@ -110,10 +115,22 @@ export class SessionPool {
   }
 
   async session(id: VaultIdentity): Promise<VaultSession> {
+    // Handover: the predecessor's state may hold this identity's token; wait for it rather than log in.
+    if (this.importing) await this.importing
     const key = identityKey(id, this.opts.scope)
     const cached = this.sessions?.get(key)
     if (this.sessions) this.opts.observer?.cacheLookup?.('token', cached !== undefined)
     if (cached) return cached
+    const session = await this.newSession(id, key)
+    if (!this.sessions) return session
+    // Another Mount of the same identity may have created one while we awaited.
+    const raced = this.sessions.get(key)
+    if (raced) return raced
+    this.sessions.set(id.pod.namespace, key, session)
+    return session
+  }
+
+  private async newSession(id: VaultIdentity, key: string): Promise<VaultSession> {
     const tenant = id.pod.namespace
     // Built (TLS files read) now, so that a bad file fails here; then looked up again for every call:
     // a connection pool closed to make room never strands a session (transport.ts, TransportRegistry).
@@ -123,7 +140,7 @@ export class SessionPool {
       address: id.connection.address,
       call: (c) => callThrough(transports, id.connection, tenant, c),
     }
-    const session = new VaultSession(id, caller, {
+    return new VaultSession(id, caller, {
       logger: this.opts.logger,
       observer: this.opts.observer,
       breakers: this.opts.breakers,
@@ -137,17 +154,11 @@ export class SessionPool {
       sleep: this.opts.sleep,
       retryPolicy: this.opts.retryPolicy,
     })
-    if (!this.sessions) return session
-    // Another Mount of the same identity may have created one while we awaited.
-    const raced = this.sessions.get(key)
-    if (raced) return raced
-    this.sessions.set(tenant, key, session)
-    return session
   }
 
   /** Revokes and forgets identities whose pods have not mounted for the idle time: they are gone. */
   async sweepIdle(now = this.clock()): Promise<number> {
-    if (!this.sessions) return 0
+    if (!this.sessions || this.handedOver) return 0
     const idle: Array<[string, VaultSession]> = []
     for (const [key, s] of this.sessions.entries()) {
       if (now - s.lastUsedAt >= this.opts.idleRevokeMs) idle.push([key, s])
@@ -167,6 +178,55 @@ export class SessionPool {
   /** Secrets held across identities, and their approximate bytes (bounded by the store); for metrics and soak checks. */
   get cachedSecrets(): { entries: number; bytes: number } {
     return { entries: this.secretStore?.size ?? 0, bytes: this.secretStore?.calculatedSize ?? 0 }
+  }
+
+  /**
+   * Handover (src/handover/): every identity with a live token, for a successor process. From
+   * then on this pool revokes nothing (its sweeper stops): the successor owns those tokens.
+   */
+  exportState(now = this.clock()): ExportedSession[] {
+    this.handedOver = true
+    if (this.sweeper) clearInterval(this.sweeper)
+    const out: ExportedSession[] = []
+    for (const [, s] of this.sessions?.entries() ?? []) {
+      const state = s.exportState(now)
+      if (state) out.push(state)
+    }
+    return out
+  }
+
+  /**
+   * Handover: one identity of a predecessor, taken over as if this process had logged in. Refused
+   * when this pool keeps no sessions, is full, or already has that identity; expired when its
+   * token ended in transit.
+   */
+  async importState(
+    state: ExportedSession,
+    now = this.clock(),
+  ): Promise<{ outcome: 'taken_over' | 'refused' | 'expired'; entries?: ImportedEntries }> {
+    if (!this.sessions || this.sessions.size >= this.opts.maxSessions) return { outcome: 'refused' }
+    if (now >= state.token.expiresAt) return { outcome: 'expired' }
+    const key = identityKey(state.identity, this.opts.scope)
+    if (this.sessions.has(key)) return { outcome: 'refused' }
+    const session = await this.newSession(state.identity, key)
+    // A Mount may have made this identity meanwhile (one that did not wait): its own session stays.
+    if (this.sessions.has(key)) return { outcome: 'refused' }
+    const entries = session.importState(state, now)
+    if (entries === undefined) return { outcome: 'refused' }
+    this.sessions.set(state.identity.pod.namespace, key, session)
+    return { outcome: 'taken_over', entries }
+  }
+
+  /** Handover: sessions asked for until `done` settles wait for it (the caller bounds how long). */
+  holdSessionsUntil(done: Promise<unknown>): void {
+    const held = done.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.importing = held
+    void held.then(() => {
+      if (this.importing === held) this.importing = undefined
+    })
   }
 
   close(): void {

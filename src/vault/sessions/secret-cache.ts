@@ -21,6 +21,7 @@ import type { Clock, Deadline } from '../../util/deadline.js'
 import { FairCache } from '../../util/fair-cache.js'
 import { jsonSize } from '../../util/json-size.js'
 import { SharedCall, type Timers } from '../../util/shared-call.js'
+import type { ExportedEntry, ImportedEntries } from './exported.js'
 import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
 
 /** Bounds of the store shared by every identity of the process. */
@@ -288,5 +289,48 @@ export class SecretCache {
 
   clear(): void {
     for (const key of this.ownKeys()) this.entries.delete(key)
+  }
+
+  /** Handover: this identity's entries, keys without the identity's prefix (peek: the LRU order stays). */
+  exportEntries(): ExportedEntry[] {
+    const out: ExportedEntry[] = []
+    for (const key of this.ownKeys()) {
+      const e = this.entries.peek(key)
+      if (e === undefined) continue
+      out.push({
+        key: key.slice(this.prefix.length),
+        body: e.body,
+        lifetime: e.lifetime,
+        obtainedAt: e.obtainedAt,
+        renewAt: e.renewAt,
+        expiresAt: e.expiresAt,
+        tokenGeneration: e.tokenGeneration,
+        firstTtlMs: e.firstTtlMs,
+      })
+    }
+    return out
+  }
+
+  /**
+   * Handover: a predecessor's entries of this identity. One whose lifetime (or whose token,
+   * `tokenExpiresAt`) ended in transit is dropped and counted; the rest are kept as if read here.
+   */
+  importEntries(
+    entries: readonly ExportedEntry[],
+    now: number,
+    tokenExpiresAt: (generation: number) => number,
+  ): ImportedEntries {
+    const result: ImportedEntries = { leases: { taken: 0, expired: 0 } }
+    for (const { key, ...e } of entries) {
+      const dynamic = e.lifetime.kind !== 'static'
+      const end = dynamic ? Math.min(e.expiresAt, tokenExpiresAt(e.tokenGeneration)) : e.expiresAt
+      if (now >= end) {
+        if (dynamic) result.leases.expired += 1
+        continue
+      }
+      this.entries.set(this.tenant, `${this.prefix}${key}`, { size: approximateSize(e.body), ...e })
+      if (dynamic) result.leases.taken += 1
+    }
+    return result
   }
 }

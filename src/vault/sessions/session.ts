@@ -27,6 +27,7 @@ import {
 import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
 import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../transport/transport.js'
 import { createVaultClient, sendRequest, type CallOptions, type VaultClient } from '../vault-client.js'
+import type { ExportedSession, ImportedEntries } from './exported.js'
 import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
@@ -115,6 +116,8 @@ export class VaultSession {
   private readonly clock: Clock
   private readonly timers: Timers
   lastUsedAt: number
+  /** Handed to a successor process (exportState): this process never revokes it. */
+  private handedOver = false
 
   /** `transport` is the identity's Vault connection (shared with other identities; tokens never live there). */
   constructor(identity: VaultIdentity, transport: VaultCaller, opts: SessionOptions) {
@@ -480,11 +483,47 @@ export class VaultSession {
    */
   async revoke(): Promise<void> {
     const token = this.token
-    if (token && this.clock() < token.expiresAt) {
+    if (token && this.clock() < token.expiresAt && !this.handedOver) {
       if (await this.revokeHeldToken('revoking an idle Vault token failed')) {
         this.logger.debug({ role: this.identity.role }, 'revoked the Vault token of an idle identity')
       }
     }
     this.close()
+  }
+
+  /**
+   * Handover (src/handover/): the token, its lifetime and what this identity has read, for a
+   * successor process that goes on with them; undefined without a live token. From then on this
+   * process never revokes the token: the successor owns it.
+   */
+  exportState(now = this.clock()): ExportedSession | undefined {
+    const token = this.token
+    if (!token || now >= token.expiresAt || this.client.token === '') return undefined
+    this.handedOver = true
+    return {
+      identity: this.identity,
+      token: { value: this.client.token, ...token },
+      earlierTokens: [...this.expiryByGeneration]
+        .filter(([g]) => g !== token.generation)
+        .map(([generation, expiresAt]) => ({ generation, expiresAt })),
+      lastUsedAt: this.lastUsedAt,
+      entries: this.cache.exportEntries(),
+    }
+  }
+
+  /**
+   * Handover: goes on with a predecessor's token and reads as if it had made them (renews,
+   * re-logs in and revokes as usual). Undefined when this session already has a token of its own.
+   */
+  importState(state: ExportedSession, now = this.clock()): ImportedEntries | undefined {
+    if (this.token !== undefined || this.generation !== 0) return undefined
+    const { value, ...token } = state.token
+    this.generation = token.generation
+    for (const e of state.earlierTokens) this.expiryByGeneration.set(e.generation, e.expiresAt)
+    this.expiryByGeneration.set(token.generation, token.expiresAt)
+    this.token = token
+    this.client.token = value
+    this.lastUsedAt = state.lastUsedAt
+    return this.cache.importEntries(state.entries, now, (g) => this.tokenExpiresAt(g))
   }
 }

@@ -38,6 +38,7 @@ t.test('defaults', async (t) => {
     staticFreshnessMs: 0,
     shareDynamicSecrets: false,
     identityIdleMs: 15 * 60_000,
+    stateHandover: true,
     limits: {
       maxObjectsBytes: 256 * 1024,
       maxVaultResponseBytes: 4 * 1024 * 1024,
@@ -130,6 +131,7 @@ t.test('every flag', async (t) => {
       '-share-dynamic-secrets',
       '-identity-idle-timeout=1h',
       '-vault-idle-connection-timeout=90s',
+      '-state-handover=false',
     ],
     {},
   )
@@ -150,6 +152,7 @@ t.test('every flag', async (t) => {
     staticFreshnessMs: 30_000,
     shareDynamicSecrets: true,
     identityIdleMs: 3_600_000,
+    stateHandover: false,
     limits: {
       maxObjectsBytes: 256 * 1024,
       maxVaultResponseBytes: 4 * 1024 * 1024,

@@ -38,6 +38,7 @@ const SAMPLES: Record<FlagName, string> = {
   'token-request-audiences': 'other',
   'identity-scope': 'serviceaccount',
   'static-freshness': '5s',
+  'state-handover': 'false',
   'share-dynamic-secrets': 'true',
   'identity-idle-timeout': '1m',
   'kube-api-url': 'http://127.0.0.1:8001',

@@ -91,6 +91,19 @@ t.test('cache and lease reuse counters exist from the start', async (t) => {
   t.equal(await sample(m, 'vault_csi_provider_lease_reuse_total', { result: 'miss' }), 1)
 })
 
+t.test('what a state handover took over: every series from the start, counted once', async (t) => {
+  const m = new ProviderMetrics({ processMetrics: false })
+  const name = 'vault_csi_provider_handover_total'
+  for (const item of ['identity', 'lease']) {
+    for (const outcome of ['taken_over', 'refused', 'expired']) t.equal(await sample(m, name, { item, outcome }), 0)
+  }
+  m.handover('identity', 'taken_over', 110)
+  m.handover('lease', 'expired', 2)
+  t.equal(await sample(m, name, { item: 'identity', outcome: 'taken_over' }), 110)
+  t.equal(await sample(m, name, { item: 'lease', outcome: 'expired' }), 2)
+  t.equal(await sample(m, name, { item: 'lease', outcome: 'taken_over' }), 0)
+})
+
 t.test('default metrics: RSS, fds, event-loop lag; two registries side by side', async (t) => {
   const a = new ProviderMetrics()
   const b = new ProviderMetrics()

@@ -1,0 +1,47 @@
+/**
+ * What one identity's session hands to a successor process during an upgrade (src/handover/):
+ * its token, the token's lifetime and what it has read. Times are absolute wall-clock
+ * milliseconds: both processes run on one node and share the clock. A token or lease that
+ * never expires has `Infinity` here (the wire format says so in its own way).
+ */
+import type { VaultIdentity } from './session.js'
+import type { Lifetime } from './lifetime.js'
+
+export interface ExportedEntry {
+  /** The entry's key within its identity: `pod:<uid>|<request>`, `shared|<request>` or `static|<request>`. */
+  key: string
+  body: unknown
+  lifetime: Lifetime
+  obtainedAt: number
+  renewAt: number
+  expiresAt: number
+  /** The generation of the token that read it: a lease dies with the token that created it. */
+  tokenGeneration: number
+  firstTtlMs: number
+}
+
+export interface ExportedToken {
+  /** The Vault token itself: a secret, never logged. */
+  value: string
+  generation: number
+  obtainedAt: number
+  ttlMs: number
+  renewable: boolean
+  renewAt: number
+  expiresAt: number
+}
+
+export interface ExportedSession {
+  identity: VaultIdentity
+  token: ExportedToken
+  /** When the previous token expires, for leases it created that are still served (at most one). */
+  earlierTokens: Array<{ generation: number; expiresAt: number }>
+  /** The identity's last Mount: the successor's idle sweep counts from here. */
+  lastUsedAt: number
+  entries: ExportedEntry[]
+}
+
+/** What became of the entries of one imported session. `leases` counts leased and issued secrets only. */
+export interface ImportedEntries {
+  leases: { taken: number; expired: number }
+}

@@ -1,0 +1,164 @@
+// Two StateHandovers in this process over a real unix socket, each with its own session pool on a
+// fake Vault: the protocol end to end, without gRPC or OpenBao (test/integration/handover.test.ts
+// runs the daemons). Sessions asked for during the transfer wait for it.
+import { randomBytes } from 'node:crypto'
+import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import t, { type Test } from 'tap'
+import { StateHandover, type StateHandoverOptions } from '../../../src/handover/handover.js'
+import type { HandoverSettings } from '../../../src/handover/wire.js'
+import { createLogger } from '../../../src/observability/logger.js'
+import { Deadline } from '../../../src/util/deadline.js'
+import { SessionPool } from '../../../src/vault/sessions/pool.js'
+import type { VaultIdentity } from '../../../src/vault/sessions/session.js'
+import { FakeVault, fakePoolOptions, gate, loginAnswer } from '../../support/fake-vault.js'
+import { tempDirFor } from '../../support/tmp.js'
+
+const settings: HandoverSettings = {
+  vaultAddress: 'https://vault.test:8200',
+  vaultNamespace: '',
+  authMount: 'kubernetes',
+  identityScope: 'pod',
+  shareDynamicSecrets: false,
+}
+const id: VaultIdentity = {
+  connection: { address: 'https://vault.test:8200', tls: { skipVerify: false } },
+  authMount: 'kubernetes',
+  role: 'web',
+  audience: 'vault',
+  pod: { name: 'web-0', namespace: 'shop', uid: 'u-1', serviceAccount: 'web' },
+}
+const creds = { method: 'GET' as const, path: 'database/creds/app', query: [] }
+const jwt = async (): Promise<string> => 'jwt'
+
+function logs(): { lines: Array<Record<string, any>>; logger: ReturnType<typeof createLogger> } {
+  const lines: Array<Record<string, any>> = []
+  const logger = createLogger(
+    'info',
+    new Writable({
+      write: (chunk: Buffer, _e, cb) => {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, any>)
+        cb()
+      },
+    }),
+  )
+  return { lines, logger }
+}
+
+function vault(): FakeVault {
+  let n = 0
+  return new FakeVault()
+    .on(/login$/, () => loginAnswer(`hvs.t${++n}`, 3600))
+    .on(/^GET database/, () => ({
+      status: 200,
+      body: {
+        lease_id: `database/creds/app/l${++n}`,
+        lease_duration: 600,
+        renewable: true,
+        data: { username: `u${n}` },
+      },
+    }))
+}
+
+async function side(t: Test, endpoint: string, v: FakeVault, more: Partial<StateHandoverOptions> = {}) {
+  const pool = new SessionPool(fakePoolOptions(logger(), { get: async () => v }))
+  const { lines, logger: log } = logs()
+  const handover = new StateHandover({
+    endpoint,
+    pool,
+    hmacKey: { description: 'test key', get: async () => key },
+    settings,
+    allowsAddress: () => true,
+    logger: log,
+    replaced: async () => true,
+    ...more,
+  })
+  t.teardown(() => {
+    handover.close()
+    pool.close()
+  })
+  return { pool, handover, lines }
+}
+
+const key = randomBytes(32)
+const logger = (): ReturnType<typeof createLogger> => logs().logger
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+async function readCreds(pool: SessionPool): Promise<unknown> {
+  const s = await pool.session(id)
+  return (await s.fetch(creds, 'creds', id.pod.uid, jwt, Deadline.in(10_000), 'test')).body
+}
+
+t.test('the successor takes the state over; its sessions wait for it and find it', async (t) => {
+  const dir = await tempDirFor(t)
+  const endpoint = join(dir, 'vault.sock')
+  const v = vault()
+  const drained = gate()
+  const old = await side(t, endpoint, v, { replaced: () => drained.wait.then(() => true) })
+  const first = await readCreds(old.pool)
+  await old.handover.takeOver(undefined)
+  t.ok((await stat(`${endpoint}.handover`)).isSocket(), 'the predecessor listens beside the Mount socket')
+  t.equal(((await stat(`${endpoint}.handover`)).mode & 0o777).toString(8), '600', 'owner only')
+
+  const next = await side(t, endpoint, v)
+  const approach = await next.handover.approach()
+  t.ok(approach, 'authenticated, settings alike')
+  // A Mount reaching the new process now waits for the state instead of logging in.
+  const waiting = readCreds(next.pool)
+  const took = next.handover.takeOver(approach)
+  drained.open()
+  const counts = await took
+  t.same(counts?.identity, { taken_over: 1, refused: 0, expired: 0 })
+  t.same(counts?.lease, { taken_over: 1, refused: 0, expired: 0 })
+  t.same(await waiting, first, 'the same credential')
+  t.equal(v.count(/login$/), 1, 'one login in all: the predecessor’s')
+  t.equal(v.count(/^GET database/), 1, 'one credential in all')
+  t.equal(await old.pool.sweepIdle(Date.now() + 3_600_000), 0, 'the predecessor revokes nothing')
+  t.ok(old.lines.some((l) => l.msg === 'handed over the state of this provider to the new provider'))
+  t.ok(next.lines.some((l) => l.msg === 'took over the state of the provider this one replaces'))
+
+  // The successor offers its own state in turn; the predecessor has nothing left to offer.
+  const third = await side(t, endpoint, v)
+  const again = await third.handover.approach()
+  t.ok(again, 'the successor now listens on the path')
+  again?.abandon()
+})
+
+t.test('another key or other settings: no state, the successor starts cold and says why', async (t) => {
+  const dir = await tempDirFor(t)
+  const endpoint = join(dir, 'vault.sock')
+  const v = vault()
+  const old = await side(t, endpoint, v)
+  await readCreds(old.pool)
+  await old.handover.takeOver(undefined)
+
+  const stranger = await side(t, endpoint, v, { hmacKey: { description: 'other', get: async () => randomBytes(32) } })
+  t.equal(await stranger.handover.approach(), undefined)
+  t.match(stranger.lines.find((l) => l.msg === 'state handover refused; starting cold')?.why, 'HMAC key')
+  await until('the predecessor to log the refusal', () =>
+    old.lines.some((l) => l.msg === 'no state handed over to the connecting process'),
+  )
+  t.pass('the predecessor says so too')
+
+  const other = await side(t, endpoint, v, { settings: { ...settings, identityScope: 'serviceaccount' } })
+  t.equal(await other.handover.approach(), undefined)
+  t.match(other.lines.find((l) => l.msg === 'state handover refused; starting cold')?.why, 'identity scope')
+
+  // Both were refused before anything was handed over: the predecessor still offers its state.
+  await until(
+    'the predecessor to be done with both',
+    () => old.lines.filter((l) => l.msg === 'no state handed over to the connecting process').length === 2,
+  )
+  const next = await side(t, endpoint, v)
+  const approach = await next.handover.approach()
+  t.ok(approach, 'a rightful successor still gets it')
+  approach?.abandon()
+})
