@@ -1,5 +1,5 @@
-// The node's Kubernetes parts (kubelet, kube-controller-manager, kube-scheduler) from the same
-// k8s.io/kubernetes release as ../apiserver, with the same staging replaces (scripts/setup-kubernetes.sh regenerate).
+// Derived from the go.mod of k8s.io/kubernetes v1.35.4 by scripts/setup-kubernetes.sh regenerate:
+// that module builds elsewhere only with every staging replace pointed at its v0.35.4 release.
 module example.local/kube-parts/node
 
 go 1.25.0
