@@ -306,6 +306,19 @@ async function keepProviderLogs(): Promise<void> {
   }
 }
 
+/** The provider's process as the manifests say: uid 65532, no capabilities or new privileges, seccomp, read-only root. */
+async function hardened(t: Test, containerID: string): Promise<void> {
+  const pid = await node.containerPid(containerID)
+  const st = await procStatus(pid)
+  t.equal(st.get('Uid'), '65532\t65532\t65532\t65532')
+  t.equal(st.get('Gid'), '65532\t65532\t65532\t65532')
+  for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) t.equal(st.get(cap), '0000000000000000', cap)
+  t.equal(st.get('NoNewPrivs'), '1')
+  t.equal(st.get('Seccomp'), '2', 'seccomp filter (RuntimeDefault)')
+  t.ok((await rootMountOptions(pid)).includes('ro'), 'read-only root filesystem')
+  t.comment(`provider pid ${pid}: Uid ${st.get('Uid')} CapEff ${st.get('CapEff')} Seccomp ${st.get('Seccomp')}`)
+}
+
 /** A character a terminal would act on rather than show (C0 but tab and newline, DEL, C1). */
 const hasControl = (text: string): boolean =>
   [...text].some((ch) => {
@@ -365,16 +378,7 @@ t.test('4. the image from the Dockerfile runs as the DaemonSet of daemonset/, un
   const status = pod.status.containerStatuses.find((c: any) => c.name === 'provider')
   t.match(status, { ready: true, started: true, restartCount: 0 })
 
-  // As the manifests say: uid 65532, no capabilities, no new privileges, seccomp, read-only root.
-  const pid = await node.containerPid(status.containerID)
-  const st = await procStatus(pid)
-  t.equal(st.get('Uid'), '65532\t65532\t65532\t65532')
-  t.equal(st.get('Gid'), '65532\t65532\t65532\t65532')
-  for (const cap of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) t.equal(st.get(cap), '0000000000000000', cap)
-  t.equal(st.get('NoNewPrivs'), '1')
-  t.equal(st.get('Seccomp'), '2', 'seccomp filter (RuntimeDefault)')
-  t.ok((await rootMountOptions(pid)).includes('ro'), 'read-only root filesystem')
-  t.comment(`provider pid ${pid}: Uid ${st.get('Uid')} CapEff ${st.get('CapEff')} Seccomp ${st.get('Seccomp')}`)
+  await hardened(t, status.containerID)
 
   // The socket in the providers directory, with the modes docs/configuration.md states.
   const sock = await stat(join(node.providersDir, 'vault.sock'))
@@ -535,6 +539,8 @@ t.test('3. rotation by the kubelet’s republish, secretObjects sync, and nothin
   const target = join(node.kubeletRoot, 'pods', uid, 'volumes', 'kubernetes.io~csi', 'secrets', 'mount')
   t.ok(node.podMounts(uid).includes(target), 'a mount at the volume’s target')
 
+  const drv = await cluster.admin.must('GET', `/apis/storage.k8s.io/v1/csidrivers/${CSI_DRIVER}`)
+  t.equal(drv.spec.requiresRepublish, true, 'the CSIDriver asks the kubelet to republish')
   const rotationsBefore = metricSum(await node.driverMetrics(), 'rotation_reconcile_total')
   await kvPut(`${ns}/db`, { password: 'rotation-v2-Pw9d' })
   const log = await waitUntil(
@@ -578,8 +584,17 @@ t.test('3. rotation by the kubelet’s republish, secretObjects sync, and nothin
     `/apis/secrets-store.csi.x-k8s.io/v1/namespaces/${ns}/secretproviderclasspodstatuses`,
   )
   t.same(statuses.items, [], 'no SecretProviderClassPodStatus left')
-  await waitUntil('the synced Secret collected', async () => (await secret()) === undefined, 60_000, 500)
-  t.pass('the synced Secret went with its last pod (garbage collector)')
+  // Its owner is the pod's SecretProviderClassPodStatus, whose owner is the pod: the garbage collector.
+  const collected = await waitUntil(
+    'the synced Secret collected',
+    async () => (await secret()) === undefined,
+    180_000,
+    1000,
+  )
+    .then(() => true)
+    .catch(() => false)
+  const left = await cluster.admin.call('GET', `/api/v1/namespaces/${ns}/secrets/db-synced`)
+  t.ok(collected, `the synced Secret went with its last pod (left: ${JSON.stringify(left.body?.metadata ?? null)})`)
 })
 
 // ---------------------------------------------------------------- 5. upgrade
@@ -636,8 +651,14 @@ t.test('5. a second build rolls out with maxSurge while pods mount and republish
   const newPod = await done
   await keepProviderLogs()
   for (let i = 1; i <= created; i++) await waitRunning(ns, `during-${i}`)
-  // Two more republish rounds of every pod after the handover.
-  await new Promise((r2) => setTimeout(r2, 25_000))
+  // Every pod republished to the new provider after the handover (the kubelet's sync, every 10 s).
+  const atHandover = metricSum(await node.driverMetrics(), 'rotation_reconcile_total')
+  await waitUntil(
+    'a republish of every pod after the handover',
+    async () => metricSum(await node.driverMetrics(), 'rotation_reconcile_total') - atHandover >= created + 2,
+    120_000,
+    1000,
+  )
 
   t.equal(maxProviders, 2, 'maxSurge: the new provider pod ran beside the old one')
   t.not(newPod.metadata.name, oldPod)
@@ -746,6 +767,7 @@ t.test('6. helm install of daemonset/chart with the README’s values; then vaul
     [`-vault-addr=${bao.addr}`, `-vault-addr-allowlist=${bao.addr}`],
     'the README’s values reached the daemon',
   )
+  await hardened(t, pod.status.containerStatuses.find((c: any) => c.name === 'provider').containerID)
   await mountsWithProvider(t, 'chart')
   const uninstall = await run(HELM, ['uninstall', 'vault-csi-provider', '-n', PROVIDER_NS], { env: helmEnv })
   await keepProviderLogs()
