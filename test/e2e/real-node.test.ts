@@ -57,7 +57,6 @@ let node: RealNode
 let bao: OpenBao
 let auditFile: string
 let images: ImageBuild[]
-let buildLog: string
 const secretValues: string[] = []
 
 /** The image references: the chart's default tag (its appVersion) for the first build, as the README installs it. */
@@ -97,7 +96,6 @@ t.before(async () => {
   })
   const built = await building
   images = built.images
-  buildLog = built.log
   for (const image of images) await node.importImage(image.tar)
 })
 
@@ -343,6 +341,7 @@ t.test('4. the image from the Dockerfile runs as the DaemonSet of daemonset/, un
   t.same(exported.config.Entrypoint, entrypoint, 'the image runs the Dockerfile’s ENTRYPOINT')
   t.equal(exported.config.User, final.instructions.filter((i) => i.instruction === 'USER').at(-1)!.value)
   t.equal(exported.config.Labels['org.opencontainers.image.revision'], 'real-node-1', 'the first build')
+  for (const step of images[0]!.steps) t.comment(`buildkit: ${step}`)
 
   healthPort1 = await freePort()
   await apply(await kustomizeObjects(images[0]!.ref, healthPort1))
@@ -566,6 +565,21 @@ t.test('3. rotation by the kubelet’s republish, secretObjects sync, and nothin
     ),
     'rotation-v2-Pw9d',
   )
+  // The driver gives a synced Secret its owner (the pod's SecretProviderClassPodStatus) afterwards, in a
+  // round over its node's pod statuses every 5 s; the garbage collector removes the Secret with it.
+  const owned = await waitUntil(
+    'the synced Secret’s owner reference',
+    async () => {
+      const r2 = await cluster.admin.call('GET', `/api/v1/namespaces/${ns}/secrets/db-synced`)
+      return (r2.body?.metadata?.ownerReferences ?? []).some((o: any) => o.kind === 'SecretProviderClassPodStatus')
+    },
+    120_000,
+    1000,
+  ).catch(async () => {
+    const said = (await readFile(node.driverLog, 'utf8')).split('\n').filter((l) => l.includes('owner ref'))
+    return `none after 120 s; the driver said: ${said.slice(-3).join(' | ')}`
+  })
+  t.equal(owned, true, 'the driver made the pod’s SecretProviderClassPodStatus the Secret’s owner')
 
   await deletePodAndWait(ns, 'app')
   t.same(node.podMounts(uid), [], 'no mount left under the pod’s directory')
@@ -584,7 +598,6 @@ t.test('3. rotation by the kubelet’s republish, secretObjects sync, and nothin
     `/apis/secrets-store.csi.x-k8s.io/v1/namespaces/${ns}/secretproviderclasspodstatuses`,
   )
   t.same(statuses.items, [], 'no SecretProviderClassPodStatus left')
-  // Its owner is the pod's SecretProviderClassPodStatus, whose owner is the pod: the garbage collector.
   const collected = await waitUntil(
     'the synced Secret collected',
     async () => (await secret()) === undefined,
@@ -615,6 +628,8 @@ t.test('5. a second build rolls out with maxSurge while pods mount and republish
     rotationErrors: metricSum(m0, 'rotation_reconcile_error_total'),
   }
   const oldPod = providerPodName
+  const second = await imageConfigOf(images[1]!.tar)
+  t.equal(second.config.Labels['org.opencontainers.image.revision'], 'real-node-2', 'a second build of the Dockerfile')
 
   // The image tag of a second build; on the host network the new pod's health port must differ
   // from the old one's while both run (a pod network gives each pod its own).
@@ -680,9 +695,9 @@ t.test('5. a second build rolls out with maxSurge while pods mount and republish
   t.ok(after.publish - before.publish >= created, 'every new pod was published')
   t.ok(after.rotations > before.rotations, 'running pods were republished')
   t.comment(
-    `${created} pods created during the rollout; driver: +${after.publish - before.publish} publishes, ` +
-      `+${after.rotations - before.rotations} republishes to the provider, ` +
-      `+${after.publishErrors - before.publishErrors} publish errors, +${after.rotationErrors - before.rotationErrors} republish errors; ` +
+    `${created} pods created during the rollout; driver: node_publish_total +${after.publish - before.publish} (mounts and republishes), ` +
+      `rotation_reconcile_total +${after.rotations - before.rotations} (republishes that reached the provider), ` +
+      `node_publish_error_total +${after.publishErrors - before.publishErrors}, rotation_reconcile_error_total +${after.rotationErrors - before.rotationErrors}; ` +
       `FailedMount events: ${failed.length}; providers at once: ${maxProviders}`,
   )
   for (const name of ['steady-1', 'steady-2', ...Array.from({ length: created }, (_, i) => `during-${i + 1}`)]) {
@@ -823,5 +838,4 @@ t.test('no secret value or token in the provider’s or the driver’s log', asy
   t.ok(provider.includes('"msg":"mount"'), 'the provider logged its Mounts')
   t.same(findLeaks(provider, secretValues), [], 'provider')
   t.same(findLeaks(await readFile(node.driverLog, 'utf8'), secretValues), [], 'driver')
-  t.comment(`build log: ${buildLog}`)
 })

@@ -480,6 +480,8 @@ export { metricSum }
 export interface ImageBuild {
   ref: string
   tar: string
+  /** BuildKit's step lines (`#N [stage n/m] INSTRUCTION`), once each: what the Dockerfile made it do. */
+  steps: string[]
 }
 
 /**
@@ -540,7 +542,8 @@ export async function buildImages(
       const res = await runLong(BUILDCTL_BIN, args, 15 * 60_000)
       await writeFile(log.replace(/\.log$/, `-${images.length + 1}.log`), res.stdout + res.stderr)
       if (res.code !== 0) throw new Error(`buildctl build failed: ${(res.stdout + res.stderr).slice(-4000)}`)
-      images.push({ ref: b.ref, tar })
+      const steps = [...new Set((res.stdout + res.stderr).split('\n').filter((l) => /^#\d+ \[/.test(l)))]
+      images.push({ ref: b.ref, tar, steps })
     }
     return { images, log }
   } finally {
