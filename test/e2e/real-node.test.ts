@@ -432,6 +432,14 @@ t.test('1. no container starts before the files are there; the FailedMount event
   t.match(message, 'permission denied', 'gives Vault’s reason')
   t.notOk(hasControl(message), 'no control characters')
 
+  // The kubelet retries the mount (with back-off) and the pod stays where it is.
+  const retried = await waitUntil(
+    'the kubelet’s retry',
+    async () => (await events(ns, 'app')).find((e) => e.reason === 'FailedMount' && e.count >= 3),
+    120_000,
+    500,
+  )
+  t.comment(`FailedMount x${retried.count}`)
   const pod = await getPod(ns, 'app')
   t.equal(pod.status.phase, 'Pending')
   t.equal(pod.status.containerStatuses?.[0]?.state?.waiting?.reason, 'ContainerCreating')
