@@ -106,23 +106,29 @@ regenerate() {
   # k8s.io staging module is replaced by ./staging/src/...; outside it, by the release of
   # that module with the same minor (v0.<minor>.<patch>). Same go and godebug lines.
   kmod="$(go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@v$K8S_VERSION")"
-  {
-    printf '// Derived from the go.mod of k8s.io/kubernetes v%s by scripts/setup-kubernetes.sh regenerate:\n' "$K8S_VERSION"
-    printf '// that module builds elsewhere only with every staging replace pointed at its v0.%s release.\n' "${K8S_VERSION#1.}"
-    printf 'module example.local/kube-parts/apiserver\n\n'
-    grep -E '^(go|godebug) ' "$kmod" | sed 's/$/\n/'
-    printf 'require k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
-    sed -n '/^replace (/,/^)/p' "$kmod" | awk -v v="v0.${K8S_VERSION#1.}" '/=> \.\/staging/ { printf "\t%s => %s %s\n", $1, $1, v }'
-    printf ')\n'
-  } >"$PARTS/apiserver/go.mod"
-  rm -f "$PARTS/apiserver/go.sum"
-  go -C "$PARTS/apiserver" mod tidy
+  # apiserver: kube-apiserver and kubectl; node: kubelet, kube-controller-manager, kube-scheduler
+  # (scripts/setup-node.sh), from the same release.
+  for part in apiserver node; do
+    {
+      printf '// Derived from the go.mod of k8s.io/kubernetes v%s by scripts/setup-kubernetes.sh regenerate:\n' "$K8S_VERSION"
+      printf '// that module builds elsewhere only with every staging replace pointed at its v0.%s release.\n' "${K8S_VERSION#1.}"
+      printf 'module example.local/kube-parts/%s\n\n' "$part"
+      grep -E '^(go|godebug) ' "$kmod" | sed 's/$/\n/'
+      printf 'require k8s.io/kubernetes v%s\n\nreplace (\n' "$K8S_VERSION"
+      sed -n '/^replace (/,/^)/p' "$kmod" | awk -v v="v0.${K8S_VERSION#1.}" '/=> \.\/staging/ { printf "\t%s => %s %s\n", $1, $1, v }'
+      printf ')\n'
+    } >"$PARTS/$part/go.mod"
+    rm -f "$PARTS/$part/go.sum"
+    go -C "$PARTS/$part" mod tidy
+  done
+  sed -i "s#^require k8s.io/kubelet .*#require k8s.io/kubelet v0.${K8S_VERSION#1.}#" "$PARTS/registrar/go.mod"
+  go -C "$PARTS/registrar" mod tidy
   sed -i "s#^require go.etcd.io/etcd/server/v3 .*#require go.etcd.io/etcd/server/v3 $ETCD_VERSION#" "$PARTS/etcd/go.mod"
   go -C "$PARTS/etcd" mod tidy
   sed -i "s#^require sigs.k8s.io/secrets-store-csi-driver .*#require sigs.k8s.io/secrets-store-csi-driver $DRIVER_VERSION#" "$PARTS/csi-driver/go.mod"
   go -C "$PARTS/csi-driver" mod tidy
   go -C "$ROOT/test/kubelet" mod tidy
-  log "kubernetes: go.mod/go.sum regenerated under test/kube-parts and test/kubelet; commit them"
+  log "kubernetes: go.mod/go.sum regenerated under test/kube-parts and test/kubelet; commit them (and K8S_VERSION in setup-node.sh)"
 }
 
 main() {

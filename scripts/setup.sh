@@ -15,6 +15,9 @@
 #   .cache/bin/{etcd,kube-apiserver,kubectl,secrets-store-csi-driver,kubelet-csi}
 #                             the real Kubernetes parts of test/e2e, built from the Go module
 #                             proxy by scripts/setup-kubernetes.sh (pinned there)
+#   .cache/realnode/          links to the real node's parts (kubelet, kube-controller-manager,
+#                             kube-scheduler, registrar, BuildKit, images, the base image), kept
+#                             outside the clone by scripts/setup-node.sh
 #
 # Idempotent: every step records what it installed in a stamp file and is skipped when the
 # stamp and the output are both there and match the pinned inputs. Run from anywhere; it works
@@ -220,7 +223,11 @@ step_driver_client
 step_deploy_tools
 bash "$ROOT/scripts/setup-helm.sh"
 # The demo needs neither a database nor Kubernetes; the test suite needs both.
-if [[ "${SETUP_SKIP_KUBERNETES:-0}" != "1" ]]; then bash "$ROOT/scripts/setup-kubernetes.sh"; fi
+if [[ "${SETUP_SKIP_KUBERNETES:-0}" != "1" ]]; then
+  bash "$ROOT/scripts/setup-kubernetes.sh"
+  # The real node of test/e2e/real-node.test.ts (kubelet, containerd, BuildKit, images).
+  bash "$ROOT/scripts/setup-node.sh"
+fi
 if [[ "${SETUP_SKIP_POSTGRES:-0}" != "1" ]]; then step_postgres; fi
 if [[ "${SETUP_SKIP_TINYPROXY:-0}" != "1" ]]; then step_tinyproxy; fi
 step_keytool

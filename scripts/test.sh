@@ -14,7 +14,7 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm ci --no-audit --no-fund
 fi
 
-step "real parts (OpenBao, driver client, PostgreSQL, Kubernetes: etcd, kube-apiserver, CSI driver)"
+step "real parts (OpenBao, driver client, PostgreSQL, Kubernetes: etcd, kube-apiserver, CSI driver, a real node)"
 bash scripts/setup.sh
 
 step "build (tsc, strict; the daemon's bundle)"

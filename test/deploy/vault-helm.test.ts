@@ -20,26 +20,12 @@ import { driverVersion } from '../support/driver-client.js'
 import { dockerStages, execForm, parseDockerfile } from '../support/manifests.js'
 import { CLI_MAIN, PROVIDER_MAIN, canConnect } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
-
-/** vault-helm's DaemonSet args with its defaults (csi.debug false, csi.hmacSecretName ""). */
-const VAULT_HELM_DEFAULT_ARGS = [
-  '--endpoint=/provider/vault.sock',
-  '--debug=false',
-  '--hmac-secret-name=vault-csi-provider-hmac-key',
-]
-/** …and for a typical values block: csi.debug true, csi.hmacSecretName, csi.extraArgs. */
-const VAULT_HELM_TYPICAL_ARGS = [
-  '--endpoint=/provider/vault.sock',
-  '--debug=true',
-  '--hmac-secret-name=vault-hmac',
-  '-vault-mount=jwt',
-  '--cache-size=500',
-  '-vault-tls-server-name=vault.vault.svc',
-]
-/** vault-helm's VAULT_ADDR with its default Vault Agent sidecar. */
-const VAULT_HELM_ENV = { VAULT_ADDR: 'unix:///var/run/vault/agent.sock' }
-/** vault-helm's probes: both GET /health/ready on 8080. */
-const VAULT_HELM_PROBE = { path: '/health/ready', port: 8080 }
+import {
+  VAULT_HELM_DEFAULT_ARGS,
+  VAULT_HELM_ENV,
+  VAULT_HELM_PROBE,
+  VAULT_HELM_TYPICAL_ARGS,
+} from '../support/vault-helm.js'
 
 const isRoot = process.getuid?.() === 0
 const needsRoot = isRoot ? false : 'needs root: a network namespace of its own, and the image’s uid'

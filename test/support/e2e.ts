@@ -132,6 +132,40 @@ export async function csiDriverObject(tokenRequests: boolean): Promise<K8sObject
   return drv
 }
 
+/**
+ * OpenBao's `kubernetes` auth at KUBERNETES_AUTH_MOUNT, reviewing tokens with this API server as
+ * vault/token-reviewer (bound to system:auth-delegator). Returns the reviewer's token.
+ */
+export async function configureKubernetesAuth(cluster: KubeCluster, bao: OpenBao): Promise<{ token: string }> {
+  const admin = cluster.admin
+  await ensureNamespace(admin, 'vault')
+  await ensureServiceAccount(admin, 'vault', 'token-reviewer')
+  await admin.must(
+    'POST',
+    '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'openbao-token-reviewer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' },
+      subjects: [{ kind: 'ServiceAccount', name: 'token-reviewer', namespace: 'vault' }],
+    },
+    { ok: [409] },
+  )
+  const reviewer = await requestToken(admin, 'vault', 'token-reviewer', { expirationSeconds: 24 * 3600 })
+  await bao.enableAuth('kubernetes', KUBERNETES_AUTH_MOUNT)
+  mustSucceed(
+    'configure kubernetes auth',
+    await bao.api('POST', `/v1/auth/${KUBERNETES_AUTH_MOUNT}/config`, {
+      kubernetes_host: cluster.url,
+      kubernetes_ca_cert: cluster.caPem,
+      token_reviewer_jwt: reviewer.token,
+      disable_local_ca_jwt: true,
+    }),
+  )
+  return reviewer
+}
+
 export async function startE2e(o: E2eOptions = {}): Promise<E2eWorld> {
   if (process.getuid?.() !== 0) {
     throw new Error('test/e2e runs as root: the Secrets Store CSI driver mounts a tmpfs for every volume')
@@ -168,31 +202,7 @@ export async function startE2e(o: E2eOptions = {}): Promise<E2eWorld> {
     const bao = await startOpenBao(o.bao ?? {})
     stack.push(() => bao.stop())
     await bao.writePolicy(APP_POLICY, 'path "secret/*" { capabilities = ["read"] }')
-    await ensureNamespace(admin, 'vault')
-    await ensureServiceAccount(admin, 'vault', 'token-reviewer')
-    await admin.must(
-      'POST',
-      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRoleBinding',
-        metadata: { name: 'openbao-token-reviewer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' },
-        subjects: [{ kind: 'ServiceAccount', name: 'token-reviewer', namespace: 'vault' }],
-      },
-      { ok: [409] },
-    )
-    const reviewer = await requestToken(admin, 'vault', 'token-reviewer', { expirationSeconds: 24 * 3600 })
-    await bao.enableAuth('kubernetes', KUBERNETES_AUTH_MOUNT)
-    mustSucceed(
-      'configure kubernetes auth',
-      await bao.api('POST', `/v1/auth/${KUBERNETES_AUTH_MOUNT}/config`, {
-        kubernetes_host: cluster.url,
-        kubernetes_ca_cert: cluster.caPem,
-        token_reviewer_jwt: reviewer.token,
-        disable_local_ca_jwt: true,
-      }),
-    )
+    const reviewer = await configureKubernetesAuth(cluster, bao)
     // jwt auth reads the API server's keys from its OIDC discovery endpoint, unauthenticated
     // (the binding Vault's documentation asks for).
     await admin.must(

@@ -99,6 +99,9 @@ export interface AuditEvent {
   user: { username: string }
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string }
   responseStatus?: { code?: number }
+  /** Bodies, recorded only with StartKubeClusterOptions.auditTokenBodies. */
+  requestObject?: any
+  responseObject?: any
 }
 
 // Metadata only (never request or response bodies: they hold Secrets and tokens).
@@ -116,6 +119,22 @@ const AUDIT_POLICY = {
 export interface StartKubeClusterOptions {
   /** Nodes whose kubelets the tests play. Default ['node-1']. */
   nodes?: string[]
+  /**
+   * Record TokenRequests and TokenReviews with their bodies (tokens included), so that a test can
+   * follow one token from the kubelet that asked for it to the review that accepted it. The log
+   * stays in the cluster's directory, which stop() removes.
+   */
+  auditTokenBodies?: boolean
+}
+
+/** AUDIT_POLICY, with the bodies of TokenRequests and TokenReviews. */
+const AUDIT_POLICY_TOKEN_BODIES = {
+  ...AUDIT_POLICY,
+  rules: [
+    { level: 'RequestResponse', resources: [{ group: '', resources: ['serviceaccounts/token'] }] },
+    { level: 'RequestResponse', resources: [{ group: 'authentication.k8s.io', resources: ['tokenreviews'] }] },
+    ...AUDIT_POLICY.rules,
+  ],
 }
 
 const live = new Set<ChildProcess>()
@@ -283,7 +302,7 @@ export async function startKubeCluster(opts: StartKubeClusterOptions = {}): Prom
     await writeFile(join(dir, 'tokens.csv'), lines.join('\n') + '\n', { mode: 0o600 })
     const auditPolicy = join(dir, 'audit-policy.json')
     const auditLog = join(dir, 'audit.log')
-    await writeFile(auditPolicy, JSON.stringify(AUDIT_POLICY))
+    await writeFile(auditPolicy, JSON.stringify(opts.auditTokenBodies ? AUDIT_POLICY_TOKEN_BODIES : AUDIT_POLICY))
 
     const etcdPort = await freePort()
     const peerPort = await freePort()
