@@ -87,6 +87,8 @@ export interface ProviderMetricsOptions {
 
 export class ProviderMetrics implements VaultObserver, MountObserver {
   readonly registry: Registry
+  /** Counts every change of the provider's own series: a rendering made since none is still true. */
+  changes = 0
   private readonly mounts: Counter<'outcome' | 'grpc_code' | 'error_code'>
   private readonly mountDuration: Histogram<'outcome'>
   private readonly mountsInFlight: Gauge
@@ -191,16 +193,19 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   }
 
   mountStarted(): void {
+    this.changes += 1
     this.mountsInFlight.inc()
   }
 
   mountFinished(outcome: 'success' | 'failure', errorCode: ErrorCode | undefined, durationMs: number): void {
+    this.changes += 1
     this.mountsInFlight.dec()
     this.mounts.inc({ outcome, grpc_code: this.grpcCodeOf(errorCode), error_code: errorCode ?? '' })
     this.mountDuration.observe({ outcome }, durationMs / 1000)
   }
 
   vaultCall(event: VaultCallEvent): void {
+    this.changes += 1
     const operation = OPERATIONS.includes(event.operation) ? event.operation : 'read'
     const status = statusLabel(event)
     this.vaultRequests.inc({ operation, status })
@@ -212,19 +217,23 @@ export class ProviderMetrics implements VaultObserver, MountObserver {
   }
 
   optionalSkipped(count: number): void {
+    this.changes += 1
     this.optionalObjectsSkipped.inc(count)
   }
 
   cacheLookup(cache: CacheKind, hit: boolean): void {
+    this.changes += 1
     this.cache.inc({ cache, result: hit ? 'hit' : 'miss' })
   }
 
   leaseReuse(hit: boolean): void {
+    this.changes += 1
     this.leaseReuses.inc({ result: hit ? 'hit' : 'miss' })
   }
 
   /** State handover (src/handover/): what was taken over from the predecessor, at start. */
   handover(item: 'identity' | 'lease', outcome: 'taken_over' | 'refused' | 'expired', count: number): void {
+    this.changes += 1
     this.handovers.inc({ item, outcome }, count)
   }
 

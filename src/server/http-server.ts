@@ -40,6 +40,8 @@ export interface OpsHttpServerOptions {
   vaultAddress?: string
   /** Time limit of the readiness Version call. */
   readyTimeoutMs?: number
+  /** Injected by tests: when a /metrics rendering is reused. */
+  clock?: () => number
   /** The parsed services, shared with the gRPC server (parsed here when absent). */
   protos?: Pick<ProviderProtos, 'provider'>
 }
@@ -67,10 +69,17 @@ function vaultDetail(h: VaultHealth, address: string | undefined): Record<string
   }
 }
 
+/** Prometheus scrapes every 15–60 s; a rendering this fresh serves every scrape in between. */
+export const METRICS_RENDER_INTERVAL_MS = 1000
+/** Renderings at most this often, changed series or not: a scrape shows Mounts this old at most. */
+export const METRICS_MIN_RENDER_INTERVAL_MS = 100
+
 export class OpsHttpServer {
   private readonly opts: OpsHttpServerOptions
   private server: http.Server | undefined
   private readyInFlight: Promise<SocketCheck> | undefined
+  /** The last rendering of /metrics: scrapes within METRICS_RENDER_INTERVAL_MS of it get it again. */
+  private lastMetrics: { at: number; changes: number; text: Promise<string> } | undefined
   /** Parsed once: the readiness probe calls every few seconds. */
   private readonly protos: Pick<ProviderProtos, 'provider'>
 
@@ -87,6 +96,22 @@ export class OpsHttpServer {
   get port(): number | undefined {
     const addr = this.server?.address()
     return addr && typeof addr === 'object' ? (addr as AddressInfo).port : undefined
+  }
+
+  /**
+   * The registry rendered at most once per METRICS_MIN_RENDER_INTERVAL_MS, and once per
+   * METRICS_RENDER_INTERVAL_MS while the provider's own series stay the same, whatever the request
+   * rate: each rendering holds the event loop that every namespace's Mounts share.
+   */
+  private renderMetrics(metrics: ProviderMetrics): Promise<string> {
+    const now = (this.opts.clock ?? Date.now)()
+    const last = this.lastMetrics
+    const age = last === undefined ? Number.POSITIVE_INFINITY : now - last.at
+    const changed = last === undefined || last.changes !== metrics.changes
+    if (age >= METRICS_RENDER_INTERVAL_MS || (changed && age >= METRICS_MIN_RENDER_INTERVAL_MS)) {
+      this.lastMetrics = { at: now, changes: metrics.changes, text: metrics.render() }
+    }
+    return this.lastMetrics!.text
   }
 
   /** Every socket answers Version (concurrent probes share one round of calls); the first failure says why. */
@@ -142,7 +167,7 @@ export class OpsHttpServer {
       }
       case '/metrics':
         if (!this.opts.metrics) return json(404, { error: 'metrics are not enabled' })
-        return { status: 200, type: this.opts.metrics.contentType, body: await this.opts.metrics.render() }
+        return { status: 200, type: this.opts.metrics.contentType, body: await this.renderMetrics(this.opts.metrics) }
       default:
         return json(404, {
           error: 'not found',

@@ -56,6 +56,8 @@ import { proxiedConnection, type ProxiedConnection } from './proxy-connection.js
 export { DEFAULT_TRANSPORT_OPTIONS, MAX_CA_DIRECTORY_ENTRIES, type TransportOptions } from './tls-files.js'
 
 export const MAX_SOCKETS_PER_VAULT = 64
+/** Calls one namespace may have in flight on one transport; the rest of its calls wait their turn. */
+export const MAX_CALLS_PER_TENANT = MAX_SOCKETS_PER_VAULT / 2
 /** Requests to a unix:// Vault (an Agent socket) go to this placeholder origin. */
 const UNIX_PLACEHOLDER_ORIGIN = 'http://localhost'
 /**
@@ -138,6 +140,11 @@ export interface VaultCall {
   anyStatus?: boolean
   /** For the observer; derived from method and path when absent. */
   operation?: VaultOperation
+  /**
+   * The namespace whose Mount makes the call: its calls in flight on this transport are bounded
+   * (MAX_CALLS_PER_TENANT), so that its slow ones cannot hold every connection of the address.
+   */
+  tenant?: string
 }
 
 export interface VaultAnswer {
@@ -216,6 +223,8 @@ export class VaultTransport implements VaultCaller {
   private readonly pool: Dispatcher
   private readonly opts: VaultTransportOptions
   private closed = false
+  /** Calls in flight and waiting, per namespace (MAX_CALLS_PER_TENANT). */
+  private readonly slots = new Map<string, { active: number; waiting: Array<() => void> }>()
   /** The egress proxy the calls go through; undefined: direct. */
   private readonly via: ProxiedConnection | undefined
 
@@ -268,6 +277,72 @@ export class VaultTransport implements VaultCaller {
 
   /** One call, reported to the observer whatever its outcome. */
   async call(c: VaultCall): Promise<VaultAnswer> {
+    if (c.tenant === undefined) return this.observedCall(c)
+    const tenant = c.tenant
+    const waited = await this.takeSlot(tenant, c)
+    try {
+      // The wait for a slot counts against the call's one time limit.
+      return await this.observedCall(waited === 0 ? c : { ...c, timeoutMs: Math.max(1, c.timeoutMs - waited) })
+    } finally {
+      this.giveSlot(tenant)
+    }
+  }
+
+  /** Waits until `tenant` has fewer than MAX_CALLS_PER_TENANT calls in flight here; resolves with the ms waited. */
+  private takeSlot(tenant: string, c: VaultCall): Promise<number> {
+    let slots = this.slots.get(tenant)
+    if (slots === undefined) {
+      slots = { active: 0, waiting: [] }
+      this.slots.set(tenant, slots)
+    }
+    if (slots.active < MAX_CALLS_PER_TENANT) {
+      slots.active += 1
+      return Promise.resolve(0)
+    }
+    const own = slots
+    const started = Date.now()
+    return new Promise<number>((resolve, reject) => {
+      const waiter = (): void => {
+        clearTimeout(timer)
+        c.cancel?.removeAbortListener(onCallerGone)
+        resolve(Date.now() - started)
+      }
+      const leave = (err: Error): void => {
+        own.waiting.splice(own.waiting.indexOf(waiter), 1)
+        c.cancel?.removeAbortListener(onCallerGone)
+        reject(err)
+      }
+      const onCallerGone = (): void => leave(new VaultCallAborted())
+      const timer = setTimeout(
+        () =>
+          leave(
+            new VaultConnectionError(
+              'timeout',
+              'ETIMEDOUT',
+              `no answer within ${c.timeoutMs} ms (this namespace's calls to the address were all in flight)`,
+            ),
+          ),
+        Math.max(1, c.timeoutMs),
+      )
+      c.cancel?.addAbortListener(onCallerGone)
+      own.waiting.push(waiter)
+    })
+  }
+
+  /** A call of `tenant` ended: the next of its waiting calls goes, or its slot is free. */
+  private giveSlot(tenant: string): void {
+    const slots = this.slots.get(tenant)
+    if (slots === undefined) return
+    const next = slots.waiting.shift()
+    if (next !== undefined) {
+      next()
+      return
+    }
+    slots.active -= 1
+    if (slots.active === 0) this.slots.delete(tenant)
+  }
+
+  private async observedCall(c: VaultCall): Promise<VaultAnswer> {
     const observer = this.opts.observer
     if (!observer) return this.sendVia(c)
     const started = process.hrtime.bigint()
@@ -513,11 +588,12 @@ export async function callThrough(
   tenant: string,
   call: VaultCall,
 ): Promise<VaultAnswer> {
+  const own: VaultCall = { ...call, tenant }
   try {
-    return await (await source.get(conn, tenant)).call(call)
+    return await (await source.get(conn, tenant)).call(own)
   } catch (err) {
     if (!(err instanceof TransportClosed)) throw err
-    return (await source.get(conn, tenant)).call(call)
+    return (await source.get(conn, tenant)).call(own)
   }
 }
 

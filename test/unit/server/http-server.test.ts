@@ -3,7 +3,13 @@
 import t from 'tap'
 import { createLogger } from '../../../src/observability/logger.js'
 import { HealthCache } from '../../../src/server/health-cache.js'
-import { OpsHttpServer, isLoopback } from '../../../src/server/http-server.js'
+import {
+  METRICS_MIN_RENDER_INTERVAL_MS,
+  METRICS_RENDER_INTERVAL_MS,
+  OpsHttpServer,
+  isLoopback,
+} from '../../../src/server/http-server.js'
+import { ProviderMetrics } from '../../../src/observability/metrics.js'
 import type { VaultHealth } from '../../../src/vault/resilience/health-probe.js'
 
 const HEALTHY: VaultHealth = {
@@ -66,4 +72,45 @@ t.test('answers name no socket path, Vault address or version but on a loopback 
   t.same(JSON.parse(ready.body), { status: 'unavailable' })
   t.notMatch(ready.body, 'vault.sock')
   t.match(JSON.parse((await ops.answer('GET', '/health/ready', true)).body), { socket: /vault\.sock$/ })
+})
+
+t.test('/metrics renders the registry at most once per interval, whatever the request rate', async (t) => {
+  let renders = 0
+  let now = 0
+  const metrics = new ProviderMetrics({ processMetrics: false })
+  const render = metrics.render.bind(metrics)
+  metrics.render = () => {
+    renders++
+    return render()
+  }
+  const ops = new OpsHttpServer({
+    address: 'off',
+    socketPath: '/nonexistent.sock',
+    logger: createLogger('error'),
+    metrics,
+    clock: () => now,
+  })
+  const answers = await Promise.all(Array.from({ length: 200 }, () => ops.answer('GET', '/metrics', false)))
+  t.equal(renders, 1, '200 scrapes at once: one rendering')
+  t.match(answers[0]!.body, /vault_csi_provider_mounts_in_flight 0/)
+  now = METRICS_RENDER_INTERVAL_MS
+  await ops.answer('GET', '/metrics', false)
+  t.equal(renders, 2, 'the next interval: one more')
+})
+
+t.test("/metrics renders anew once the provider's own series changed, at most every 100 ms", async (t) => {
+  let now = 0
+  const metrics = new ProviderMetrics({ processMetrics: false })
+  const ops = new OpsHttpServer({
+    address: 'off',
+    socketPath: '/nonexistent.sock',
+    logger: createLogger('error'),
+    metrics,
+    clock: () => now,
+  })
+  t.match((await ops.answer('GET', '/metrics', false)).body, /vault_csi_provider_mounts_in_flight 0/)
+  metrics.mountStarted()
+  t.match((await ops.answer('GET', '/metrics', false)).body, /mounts_in_flight 0/, 'not within 100 ms of the last')
+  now = METRICS_MIN_RENDER_INTERVAL_MS
+  t.match((await ops.answer('GET', '/metrics', false)).body, /vault_csi_provider_mounts_in_flight 1/)
 })

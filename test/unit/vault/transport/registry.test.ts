@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import {
+  MAX_CALLS_PER_TENANT,
   TransportRegistry,
   callThrough,
   connectionKey,
@@ -70,4 +71,38 @@ t.test('a call through a pool closed to make room goes out on its replacement', 
     (err: Error) => err.name,
   )
   t.equal(stale, 'TransportClosed', 'the retired pool sends nothing new')
+})
+
+t.test("one namespace's slow calls cannot hold every connection of an address", async (t) => {
+  const held: http.ServerResponse[] = []
+  let inFlight = 0
+  let most = 0
+  const server = http.createServer((req, res) => {
+    inFlight++
+    most = Math.max(most, inFlight)
+    res.on('close', () => inFlight--)
+    if (req.url?.includes('slow')) held.push(res)
+    else res.end('{"data":{}}')
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((r) => server.close(() => r()))
+  })
+  const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const registry = new TransportRegistry(opts)
+  t.teardown(() => registry.close())
+  const slow = Array.from({ length: MAX_CALLS_PER_TENANT + 8 }, () =>
+    callThrough(registry, http1(address), 'attacker', { method: 'GET', path: 'slow', timeoutMs: 30_000 }),
+  )
+  while (held.length < MAX_CALLS_PER_TENANT) await new Promise((r) => setTimeout(r, 10))
+  const victim = await callThrough(registry, http1(address), 'victim', { method: 'GET', path: 'x', timeoutMs: 5000 })
+  t.equal(victim.status, 200, "the victim's call goes out beside the attacker's")
+  t.equal(held.length, MAX_CALLS_PER_TENANT, "the attacker's extra calls wait for its own")
+  t.equal(most, MAX_CALLS_PER_TENANT + 1)
+  while (held.length > 0) held.shift()!.end('{}')
+  // Its waiting calls then go out in turn.
+  while (held.length < 8) await new Promise((r) => setTimeout(r, 10))
+  while (held.length > 0) held.shift()!.end('{}')
+  t.equal((await Promise.all(slow)).length, MAX_CALLS_PER_TENANT + 8, 'every call answered')
 })
