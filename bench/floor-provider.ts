@@ -1,49 +1,36 @@
 /**
- * The floor of the latency and footprint scenarios: the least a provider on Node can do for one Mount with the
- * runtime parts ours uses (grpc-js with the same codecs on a unix socket, undici to Vault, the
- * yaml package for `objects`) and none of the provider's own work: no validation, limits, caches
- * but the pod's Vault token and the parsed `objects` (both of which ours caches too), retries,
- * metrics, logs or error texts. It answers the benchmark's Mounts (5 KV objects, pod tokens from
- * the driver) and nothing else.
+ * The floor of the latency and footprint scenarios: the least a provider on Node can do for one
+ * Mount with the libraries ours loads (grpc-js with the provider's .proto files through
+ * @grpc/proto-loader on a unix socket, undici to Vault, yaml for `objects`) and none of the
+ * provider's own work: no validation, limits, caches but the pod's Vault token and the parsed
+ * `objects` (both of which ours caches too), retries, metrics, logs or error texts. It answers the
+ * benchmark's Mounts (5 KV objects, pod tokens from the driver) and nothing else.
  *
- * What it costs per Mount and the overhead it leaves are what Node and these libraries cost on
- * this machine; ours minus the floor is what the provider's own work costs. It is a measuring
- * stick for `npm run bench`, not a provider: it skips every check a real one must make.
- *
- * Its start-up, idle memory and storm peak (footprint) are likewise the least a provider on
- * these parts can have; the bench runs it as one file (dist/bench/floor-provider.bundle.js,
- * scripts/bundle.mjs), as the image runs ours.
+ * What it costs per Mount and the memory it holds are what Node and these libraries cost on this
+ * machine; ours minus the floor is what the provider's own work costs. It is a measuring stick for
+ * `npm run bench`, not a provider: it skips every check a real one must make. The bench runs it as
+ * the image runs ours: one file built by bench/build-floor.mjs with the daemon's bundle options
+ * (dist/bench/floor-provider.bundle.js), with the ENTRYPOINT's Node flags.
  *
  *   node dist/bench/floor-provider.bundle.js -endpoint=/path/vault.sock [-vault-addr=URL] [other flags, ignored]
- *   node dist/bench/floor-provider.bundle.js -fill-code-cache   (the launcher: fills V8's code cache
- *                                                                 from a start, as ours does)
  */
 import { readFileSync, realpathSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
-import type * as Undici from 'undici'
-import type { Pool } from 'undici'
-import type * as Yaml from 'yaml'
+import { LRUCache } from 'lru-cache'
+import mustache from 'mustache'
+import nodeVault from 'node-vault'
+import { pino } from 'pino'
+import { Registry } from 'prom-client'
+import { Pool } from 'undici'
+import { parse } from 'yaml'
 import { loadProviderClient } from '../src/server/proto.js'
 
 /**
- * undici and yaml load at the first Mount, as ours loads them (src/http/undici.ts,
- * src/util/libraries.ts): the floor's start-up and idle memory are then those of a provider on
- * these parts that serves the driver as soon as it can (footprint scenario).
+ * Loaded at start because the daemon's bundle loads them at start, though the floor calls none of
+ * them: its start-up and memory then hold the same libraries, and ours minus the floor is our code.
  */
-const libraries = once(async () => {
-  // require(), as ours loads them: import() does not survive the launcher's code cache.
-  const require = createRequire(import.meta.url)
-  const undici = require('undici') as typeof Undici
-  const yaml = require('yaml') as typeof Yaml
-  return { Pool: undici.Pool, parse: yaml.parse }
-})
-
-function once<T>(make: () => Promise<T>): () => Promise<T> {
-  let p: Promise<T> | undefined
-  return () => (p ??= make())
-}
+export const LOADED_AS_THE_DAEMON_LOADS_THEM = [mustache, nodeVault, pino, Registry] as const
 
 interface FloorObject {
   objectName: string
@@ -55,29 +42,28 @@ interface MountRequest {
   attributes: string
 }
 
-const pools = new Map<string, Promise<Pool>>()
-/** Parsed `objects` per text: ours caches the parse too, and parsing it on every Mount was 18 % of the floor's CPU. */
-const parsedObjects = new Map<string, FloorObject[]>()
-/** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
-const tokens = new Map<string, Promise<string>>()
-
 /** As ours by default (DEFAULT_VAULT_IDLE_CONNECTION_MS, -vault-idle-connection-timeout); undici's own is 4 s. */
 const IDLE_CONNECTION_MS = 30_000
+/** Entries of each cache: the bench's pods and `objects` texts are far fewer. */
+const CACHE_ENTRIES = 1000
+
+const pools = new Map<string, Pool>()
+/** Parsed `objects` per text: ours caches the parse too, and parsing it on every Mount was 18 % of the floor's CPU. */
+const parsedObjects = new LRUCache<string, FloorObject[]>({ max: CACHE_ENTRIES })
+/** Vault token per pod JWT: ours (pod) serves warm Mounts from its cached token too. */
+const tokens = new LRUCache<string, Promise<string>>({ max: CACHE_ENTRIES })
 
 /** A pool per address and CA file (`vaultCACertPath`, read once, as ours reads it once per transport). */
-function pool(address: string, caPath: string | undefined): Promise<Pool> {
+function pool(address: string, caPath: string | undefined): Pool {
   const key = `${address}\n${caPath ?? ''}`
   let p = pools.get(key)
   if (p === undefined) {
-    p = libraries().then(
-      (l) =>
-        new l.Pool(address, {
-          connections: 64,
-          keepAliveTimeout: IDLE_CONNECTION_MS,
-          keepAliveMaxTimeout: IDLE_CONNECTION_MS,
-          ...(caPath === undefined ? {} : { connect: { ca: readFileSync(caPath) } }),
-        }),
-    )
+    p = new Pool(address, {
+      connections: 64,
+      keepAliveTimeout: IDLE_CONNECTION_MS,
+      keepAliveMaxTimeout: IDLE_CONNECTION_MS,
+      ...(caPath === undefined ? {} : { connect: { ca: readFileSync(caPath) } }),
+    })
     pools.set(key, p)
   }
   return p
@@ -89,8 +75,7 @@ interface Target {
 }
 
 async function vault(to: Target, method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
-  const client = await pool(to.address, to.caPath)
-  const res = await client.request({
+  const res = await pool(to.address, to.caPath).request({
     method,
     path: `/v1/${path}`,
     headers: { ...(token ? { 'x-vault-token': token } : {}), 'content-type': 'application/json' },
@@ -124,7 +109,7 @@ async function mount(req: MountRequest, argv: readonly string[]): Promise<object
   const text = attrs['objects']!
   let objects = parsedObjects.get(text)
   if (objects === undefined) {
-    objects = (await libraries()).parse(text) as FloorObject[]
+    objects = parse(text) as FloorObject[]
     parsedObjects.set(text, objects)
   }
   const files = await Promise.all(
@@ -147,18 +132,14 @@ function defaultVaultAddress(argv: readonly string[]): string {
   return address
 }
 
-/**
- * Serves until SIGTERM; resolves once the socket is bound. The bench runs it as it runs ours: through
- * the launcher (dist/bench/floor-provider.bundle.js, scripts/bundle.mjs), which calls this, and
- * whose -fill-code-cache fills V8's code cache from a start.
- */
+/** Serves until SIGTERM; resolves once the socket is bound. */
 export async function startDaemon(argv: readonly string[]): Promise<void> {
   if (argv.includes('-version')) {
     process.stdout.write('floor-provider\n')
     return
   }
   const endpoint = flag(argv, 'endpoint')
-  if (endpoint === undefined) throw new Error('usage: floor-provider.js -endpoint=<socket path>')
+  if (endpoint === undefined) throw new Error('usage: floor-provider.bundle.js -endpoint=<socket path>')
   const server = new grpc.Server()
   server.addService(loadProviderClient().service, {
     Version: (_call: unknown, cb: grpc.sendUnaryData<object>) =>
@@ -178,7 +159,7 @@ export async function startDaemon(argv: readonly string[]): Promise<void> {
   )
 }
 
-/** True when this file is the process's entry (`node dist/bench/floor-provider.js`), not the launcher's. */
+/** True when this file is the process's entry, not imported. */
 function isEntryPoint(): boolean {
   const entry = process.argv[1]
   return entry !== undefined && realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url))

@@ -123,7 +123,7 @@ async function child(kind: ClientKind, origin: string, requests: number): Promis
   process.exit(0)
 }
 
-/** Runs each client in its own process (Node `nodeBin`, the image's heap flags) against one local server. */
+/** Runs each client in its own process (Node `nodeBin`, the image's Node flags) against one local server. */
 export async function measureClients(requests: number, nodeBin = process.execPath): Promise<ClientFigures[]> {
   const server = http.createServer((_req, res) => {
     res.setHeader('content-type', 'application/json')
@@ -158,7 +158,7 @@ export function clientsTable(figures: readonly ClientFigures[]): string {
     (f) => `| ${f.kind} | ${f.cpuUsPerRequest.toFixed(1)} | ${f.rssMiB.toFixed(1)} | ${f.hwmMiB.toFixed(1)} |`,
   )
   return [
-    `Node ${figures[0]?.node ?? '?'}, heap flags ${PRODUCTION_NODE_FLAGS.join(' ')}; concurrency ${CONCURRENCY}, after ${WARMUP_REQUESTS} warm-up requests`,
+    `Node ${figures[0]?.node ?? '?'}, Node flags ${PRODUCTION_NODE_FLAGS.join(' ')}; concurrency ${CONCURRENCY}, after ${WARMUP_REQUESTS} warm-up requests`,
     '',
     '| client | CPU per request (µs) | RSS after 3 s idle (MiB) | peak RSS (MiB) |',
     '| --- | --- | --- | --- |',

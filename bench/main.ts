@@ -13,10 +13,11 @@ import { execFileSync } from 'node:child_process'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { BAO_BIN } from '../test/support/openbao.js'
 import { parseOptions, USAGE, UsageError, type BenchOptions } from './options.js'
-import { imageEnv } from '../test/support/image.js'
-import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN } from './providers.js'
+import { imageEntrypoint, imageNodeFlags } from '../test/support/image.js'
+import { OUR_MAIN, OUR_NODE_BIN, REFERENCE_BIN, productionNodeFlags } from './providers.js'
 import { renderMarkdown, renderSvg, type BenchResults, type ReferenceInfo } from './report.js'
 import {
+  FLOOR_MAIN,
   floorVariant,
   medianStorm,
   runChurn,
@@ -76,7 +77,12 @@ function nodeVersion(bin: string): string {
     : execFileSync(bin, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '')
 }
 
-/** Where bench/run.sh builds an older revision of ours, and the variant that runs it. */
+/**
+ * Where bench/run.sh builds an older revision of ours, and the variant that runs it as that
+ * revision's image did: its own Dockerfile's ENTRYPOINT (Node's flags and the script, e.g.
+ * dist/src/main.js, or a launcher). A revision without an exec-form ENTRYPOINT runs its tsc output
+ * with today's flags.
+ */
 function baselineVariant(rev: string): Variant {
   let short = rev
   try {
@@ -87,15 +93,16 @@ function baselineVariant(rev: string): Variant {
   } catch {
     /* not a revision here: the missing build says so when the variant starts */
   }
-  return {
-    label: `ours@${short}`,
-    kind: 'ours',
-    args: [],
-    main: join(PACKAGE_ROOT, '.cache', 'bench', `baseline-${short}`, 'dist', 'src', 'main.js'),
+  const dir = join(PACKAGE_ROOT, '.cache', 'bench', `baseline-${short}`)
+  const variant: Variant = { label: `ours@${short}`, kind: 'ours', args: [], main: join(dir, 'dist', 'src', 'main.js') }
+  try {
+    return { ...variant, main: join(dir, imageEntrypoint(dir).at(-1)!), nodeFlags: imageNodeFlags(dir) }
+  } catch {
+    return variant
   }
 }
 
-function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): string[] {
+function notes(o: BenchOptions, ref: ReferenceInfo): string[] {
   return [
     'Vault: a real OpenBao dev server (`bao server -dev`, in memory) with a `file` audit device; every count comes from its audit log (response entries, requests made with the root token excluded).',
     "Login: OpenBao's `jwt` auth method at `jwt/` (role `bench`, `token_ttl` 1 h) validates Kubernetes-shaped service-account JWTs signed by the harness; the pod tokens arrive in the `csi.storage.k8s.io/serviceAccount.tokens` attribute, as from a driver with `tokenRequests`, so neither provider calls TokenRequest. Each pod keeps its token across re-mounts (kubelet reuses a token until 80% of its 1 h lifetime).",
@@ -110,10 +117,7 @@ function notes(o: BenchOptions, ref: ReferenceInfo, compileCache: boolean): stri
     'CPU per Mount: utime + stime of the provider process from /proc/<pid>/stat (clock ticks, usually 10 ms each), read before and after every latency level (one block of Mounts), divided by its Mounts (and by the Vault requests its timing proxies saw). Everything the process did in that time counts (for the reference, its HMAC Secret GET over HTTPS on every Mount; for ours, timers and GC too).',
     `Fleet: ${o.nodes} provider processes stand for ${o.nodes} nodes (each its own socket, its own service-account files and read of the HMAC key Secret, its own ${o.pods} pods with their own JWTs); one \`mount-many\` driver client per node, all started together, each mounting its node's pods at once (5 KV values + one database credential, username and password from one lease). Requests, the busiest second and logins come from the audit log (its own timestamps); tokens held = logins − token revocations, leases held = secret leases created − lease revocations, both at the end of the rollout.`,
     "Footprint: VmRSS / VmHWM from /proc/<pid>/status of the provider process (for the reference, the unshare+sh wrapper execs into it, so the pid is the provider's and its start-up time includes the wrapper's mount and copy).",
-    `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), with the V8 heap flags of the Dockerfile's ENTRYPOINT; log level info.` +
-      (!compileCache
-        ? ''
-        : " As the image's build does, V8's code caches in NODE_COMPILE_CACHE are filled once per Node binary by the daemon's script with those flags and `-fill-code-cache` before its first start: the launcher's cache of the functions a start compiled (every Node) and Node's own compile cache (Node ≥ 22.1). The floor runs through the same launcher and is filled the same way (older builds run without either)."),
+    `Our provider: \`${OUR_MAIN}\`, default flags plus \`-identity-scope=serviceaccount\` for the serviceaccount rows (and \`-static-freshness=30s\` for the row that says so), run with the Node flags of the Dockerfile's ENTRYPOINT (\`${productionNodeFlags().join(' ')}\`), as the image runs it; log level info. The floor (\`${FLOOR_MAIN}\`, bench/floor-provider.ts built by bench/build-floor.mjs with the daemon's bundle options) runs with the same flags; a baseline \`ours@<rev>\` runs as that revision's own ENTRYPOINT says.`,
     ...(o.imageNode === undefined
       ? []
       : [
@@ -144,8 +148,6 @@ export async function runBench(
 ): Promise<BenchResults> {
   const startedAt = new Date().toISOString()
   const reference = referenceInfo(o.reference)
-  // The image fills V8's compile cache at build time when its Dockerfile sets NODE_COMPILE_CACHE: so does the bench.
-  const imageCompileCache = imageEnv('NODE_COMPILE_CACHE') !== undefined
   if (!reference.available && o.reference) log(`reference provider not available: ${reference.reason ?? ''}`)
   const results: BenchResults = {
     startedAt,
@@ -184,7 +186,7 @@ export async function runBench(
     failures: [],
     startups: {},
     firstAnswers: {},
-    notes: notes(o, reference, imageCompileCache),
+    notes: notes(o, reference),
   }
   const ours: Variant[] = o.scopes.map((scope) => ({
     label: `ours (${scope})`,
@@ -229,9 +231,6 @@ export async function runBench(
     })
     const profileDir = o.profile ? join(o.outDir, 'profiles') : undefined
     if (profileDir !== undefined) await mkdir(profileDir, { recursive: true })
-    const compileCache = !imageCompileCache
-      ? undefined
-      : { dir: join(PACKAGE_ROOT, '.cache', 'bench', 'compile-cache'), filled: new Set<string>() }
     const ctx: Context = {
       world,
       dir: world.dir,
@@ -239,7 +238,6 @@ export async function runBench(
       startups: results.startups,
       firstAnswers: results.firstAnswers,
       profileDir,
-      compileCache,
     }
     const attempt = async <T>(v: Variant, what: string, fn: () => Promise<T>, into: T[]): Promise<void> => {
       try {

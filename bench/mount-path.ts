@@ -11,9 +11,14 @@
 //   node dist/bench/mount-path.js [--mounts N] [--node PATH]
 //
 // 8 pods of one service account Mount 5 KV objects each, one Mount at a time: 3,000 warm-up Mounts,
-// then N (default 20,000) timed with process.cpuUsage.
+// then N (default 20,000) timed with process.cpuUsage. Over the timed Mounts it also counts two
+// engine-level costs that once dominated the path (bench/NOTES.md): AbortControllers made (~7 µs
+// each on Node 20) and garbage collections, young and full (a full one per ~500 Mounts when a
+// waiter's getter kept the Mounts' answers alive through young collections).
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { PerformanceObserver, constants } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { wireMountService } from '../src/app.js'
@@ -45,6 +50,40 @@ export interface MountPathFigures {
   cpuUsPerMount: number
   /** Calls the fake Vault answered during the timed Mounts, per Mount (5: one read per object). */
   vaultCallsPerMount: number
+  /** AbortControllers made during the timed Mounts, per Mount. */
+  abortControllersPerMount: number
+  /** Young-generation (scavenge) and full (mark-compact) collections per 1,000 timed Mounts. */
+  youngGcsPer1000: number
+  fullGcsPer1000: number
+}
+
+/** Counts the AbortControllers made and the collections run until `stop()`. */
+function countEngineWork(): { stop(): Promise<{ abortControllers: number; young: number; full: number }> } {
+  const counts = { abortControllers: 0, young: 0, full: 0 }
+  const Original = globalThis.AbortController
+  globalThis.AbortController = class extends Original {
+    constructor() {
+      super()
+      counts.abortControllers += 1
+    }
+  }
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) counts.young += 1
+      else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) counts.full += 1
+    }
+  })
+  observer.observe({ entryTypes: ['gc'] })
+  return {
+    async stop() {
+      globalThis.AbortController = Original
+      // GC entries are delivered after the fact, on a later timer turn: let the last ones in.
+      await sleep(50)
+      observer.disconnect()
+      return counts
+    },
+  }
 }
 
 function base64url(value: unknown): string {
@@ -128,15 +167,20 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
   try {
     for (let i = 0; i < warmup; i++) await mount(i)
     const callsBefore = calls
+    const engine = countEngineWork()
     const before = process.cpuUsage()
     for (let i = 0; i < mounts; i++) await mount(i)
     const used = process.cpuUsage(before)
+    const counted = await engine.stop()
     return {
       node: process.versions.node,
       flags: process.execArgv,
       mounts,
       cpuUsPerMount: (used.user + used.system) / mounts,
       vaultCallsPerMount: (calls - callsBefore) / mounts,
+      abortControllersPerMount: counted.abortControllers / mounts,
+      youngGcsPer1000: (counted.young * 1000) / mounts,
+      fullGcsPer1000: (counted.full * 1000) / mounts,
     }
   } finally {
     breakers.close()
@@ -165,7 +209,9 @@ export function measureMountPath(mounts: number, nodeBin = process.execPath): Pr
 export function mountPathLine(f: MountPathFigures): string {
   return (
     `Node ${f.node} (${f.flags.join(' ') || 'no flags'}): ${f.cpuUsPerMount.toFixed(0)} µs of CPU per Mount of ` +
-    `${SMALL_KV.length} KV objects over ${f.mounts} Mounts, ${f.vaultCallsPerMount.toFixed(2)} fake Vault calls per Mount`
+    `${SMALL_KV.length} KV objects over ${f.mounts} Mounts, ${f.vaultCallsPerMount.toFixed(2)} fake Vault calls per Mount; ` +
+    `per Mount ${f.abortControllersPerMount.toFixed(2)} AbortControllers made; per 1,000 Mounts ` +
+    `${f.youngGcsPer1000.toFixed(1)} young and ${f.fullGcsPer1000.toFixed(1)} full collections`
   )
 }
 

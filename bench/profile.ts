@@ -2,13 +2,19 @@
 // self time by module (an npm package, Node's own code, our src/ directory) and
 // by function, so that "where does the CPU time of a Mount go" has an answer in
 // numbers. Also runnable alone: node dist/bench/profile.js <file.cpuprofile> [skipMs].
+// A bundle's frames (dist/daemon.js, the floor's) are led back to their src/ and node_modules files
+// through the source map beside it (--cpu-prof records positions in the bundle).
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { pathToFileURL } from 'node:url'
+import { SourceMap } from 'node:module'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 
 interface CallFrame {
   functionName: string
   url: string
   lineNumber: number
+  columnNumber: number
 }
 
 interface ProfileNode {
@@ -48,12 +54,41 @@ export function moduleOf(f: CallFrame): string {
     return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1] ?? ''}` : rest[0]!
   }
   if (url.startsWith('node:')) return 'node (core)'
-  const src = /\/dist\/src\/(.*)$/.exec(url)
-  if (src) {
-    const parts = src[1]!.split('/')
+  // tsc's output (dist/src/…) or, through a bundle's source map, the source itself (src/…).
+  const src = url.lastIndexOf('/src/')
+  if (src >= 0) {
+    const parts = url.slice(src + '/src/'.length).split('/')
     return `ours: src/${parts.length > 1 ? `${parts[0]}/` : parts[0]!}`
   }
   return url.replace(/^file:\/\//, '')
+}
+
+/** Rewrites the frames of every script with a source map beside it (`<script>.map`) to their original file and line. */
+export async function mapToSources(p: CpuProfile): Promise<CpuProfile> {
+  const maps = new Map<string, { map: SourceMap; dir: string } | undefined>()
+  for (const node of p.nodes) {
+    const cf = node.callFrame
+    if (!cf.url.startsWith('file://')) continue
+    if (!maps.has(cf.url)) {
+      const mapFile = `${fileURLToPath(cf.url)}.map`
+      maps.set(
+        cf.url,
+        existsSync(mapFile)
+          ? { map: new SourceMap(JSON.parse(await readFile(mapFile, 'utf8'))), dir: dirname(mapFile) }
+          : undefined,
+      )
+    }
+    const m = maps.get(cf.url)
+    const entry = m?.map.findEntry(cf.lineNumber, cf.columnNumber)
+    if (m === undefined || entry === undefined || !('originalSource' in entry)) continue
+    node.callFrame = {
+      ...cf,
+      url: pathToFileURL(resolve(m.dir, entry.originalSource)).href,
+      lineNumber: entry.originalLine,
+      columnNumber: entry.originalColumn,
+    }
+  }
+  return p
 }
 
 export function summarise(p: CpuProfile, skipMs = 0, top = 25): ProfileSummary {
@@ -138,7 +173,7 @@ export function renderSummary(name: string, s: ProfileSummary): string {
 }
 
 export async function summariseFile(path: string, skipMs = 0): Promise<ProfileSummary> {
-  return summarise(JSON.parse(await readFile(path, 'utf8')) as CpuProfile, skipMs)
+  return summarise(await mapToSources(JSON.parse(await readFile(path, 'utf8')) as CpuProfile), skipMs)
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -23,7 +23,10 @@ import { connectProvider } from '../test/support/grpc-client.js'
 import { canConnect } from '../test/support/provider.js'
 import { nowMs } from './proxy.js'
 
-/** The flags the benchmark runs ours with, so footprint figures are those of production; BENCH_NODE_FLAGS overrides them. */
+/**
+ * The Node flags the benchmark runs ours and the floor with, those of the image's ENTRYPOINT, so that
+ * the figures are those of production; BENCH_NODE_FLAGS overrides them.
+ */
 export function productionNodeFlags(): string[] {
   if (process.env.BENCH_NODE_FLAGS !== undefined) return process.env.BENCH_NODE_FLAGS.split(' ').filter((f) => f !== '')
   return imageNodeFlags()
@@ -132,14 +135,12 @@ export interface StartSpec {
   saDir: string
   /** Extra flags (e.g. -identity-scope=serviceaccount). */
   args?: string[]
-  /** Extra node flags for ours (e.g. --cpu-prof). */
+  /** Ours: Node's flags before the script (the image's, and e.g. --cpu-prof). */
   nodeArgs?: string[]
-  /** Ours: the daemon's main.js (an older build for a baseline variant); default OUR_MAIN. */
+  /** Ours: the daemon's script (an older build for a baseline variant, the floor); default OUR_MAIN. */
   main?: string
   /** Ours: the Node binary (the image's Node for that variant); default OUR_NODE_BIN. */
   nodeBin?: string
-  /** Ours: NODE_COMPILE_CACHE, as the image sets it (already filled); default none. */
-  compileCacheDir?: string
   /** The socket directory of a running provider this one replaces (the upgrade scenario); default a new one. */
   socketDir?: string
 }
@@ -202,7 +203,6 @@ export async function startProviderUnderTest(s: StartSpec): Promise<ProviderUnde
     const main = s.main ?? OUR_MAIN
     if (!existsSync(main)) throw new Error(`${main} missing: run npm run build (or bench/run.sh for a baseline) first`)
     cmd = s.nodeBin ?? OUR_NODE_BIN
-    if (s.compileCacheDir !== undefined) env['NODE_COMPILE_CACHE'] = s.compileCacheDir
     argv = [...(s.nodeArgs ?? []), main, ...common, `-kube-service-account-dir=${s.saDir}`, ...(s.args ?? [])]
   } else {
     if (!existsSync(REFERENCE_BIN)) throw new Error(`${REFERENCE_BIN} missing`)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs what is missing (scripts/setup.sh: OpenBao, the driver's client,
-# PostgreSQL), builds (npm run build), builds the reference provider into .cache/bin (see below),
-# builds any --baseline revision of ours, then runs node dist/bench/main.js with the given options.
+# PostgreSQL), builds (npm run build, then the floor: bench/build-floor.mjs), builds the reference
+# provider into .cache/bin (see below), builds any --baseline revision of ours, then runs
+# node dist/bench/main.js with the given options.
 #
 #   bash bench/run.sh [--scenario storm,churn,latency,footprint] [--pods N] [--quick] [--no-reference] …
 #
@@ -19,8 +20,9 @@ fi
 
 bash scripts/setup.sh
 
-log "building (npm run build)"
+log "building (npm run build, bench/build-floor.mjs)"
 npm run --silent build
+node bench/build-floor.mjs
 
 # ------------------------------------------------------------- reference provider
 # Default: openbao-csi-provider 2.0.2 (MPL-2.0, the maintained line of HashiCorp's provider), built
@@ -103,7 +105,9 @@ fi
 
 # ------------------------------------------------------------- an older build of ours (--baseline REV)
 # Extracted with `git archive` (no worktree metadata in the shared repository) into
-# .cache/bench/baseline-<rev>/, then npm ci + tsc there; main.js finds it by the same path.
+# .cache/bench/baseline-<rev>/, then npm ci and that revision's own npm run build there (tsc, and
+# for some revisions a bundle and a launcher). main.js finds it by the same path and runs the
+# script of that revision's Dockerfile ENTRYPOINT with its flags.
 # The revisions: --baseline REVS (comma-separated, "none" for none), else the default of a full
 # run (DEFAULT_BASELINE in bench/options.ts; a --quick run has none).
 revs=""
@@ -124,15 +128,16 @@ for rev in "${rev_list[@]}"; do
   [[ -z "$rev" || "$rev" == "none" ]] && continue
   short="$(git rev-parse --short=7 "$rev^{commit}")"
   dir=".cache/bench/baseline-$short"
-  if [[ -f "$dir/dist/src/main.js" ]]; then
+  if [[ -f "$dir/.built" ]]; then
     log "baseline $short: already built in $dir"
     continue
   fi
-  log "baseline $short: git archive + npm ci + tsc in $dir"
+  log "baseline $short: git archive + npm ci + npm run build in $dir"
   rm -rf "$dir"
   mkdir -p "$dir"
   git archive "$short" | tar -x -C "$dir"
-  (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null && npx tsc -p tsconfig.json)
+  (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts >/dev/null && npm run --silent build >/dev/null)
+  touch "$dir/.built"
 done
 
 # ------------------------------------------------------------- the image's Node (--image-node)

@@ -1,10 +1,8 @@
 // The four scenarios of the benchmark (issue 3), each run against every
 // provider variant on the same OpenBao. Every scenario starts a fresh provider
 // process, so each one is cold at its start.
-import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../src/package-info.js'
-import { imageCacheFill } from '../test/support/image.js'
 import { auditSize, countAuditSince, emptyCounts, addCounts, type VaultCounts } from './audit.js'
 import {
   attributesFor,
@@ -18,8 +16,6 @@ import {
 } from './load.js'
 import { AFTER_IDLE_MOUNTS, PACED_INTERVAL_MS, PACED_MOUNTS } from './options.js'
 import {
-  OUR_MAIN,
-  OUR_NODE_BIN,
   productionNodeFlags,
   machineCpu,
   processCpuMs,
@@ -34,21 +30,19 @@ export interface Variant {
   label: string
   kind: 'ours' | 'reference'
   args: string[]
-  /** Ours: another build's main.js (a baseline "ours@<rev>", the floor); default the current build. */
+  /** Ours: another script (a baseline "ours@<rev>", the floor); default the current build's. */
   main?: string
-  /**
-   * Ours with another `main`: fill and use V8's compile cache for it as for the current build (the
-   * floor, measured as ours is run); baselines run without, as they were shipped.
-   */
-  compileCache?: boolean
+  /** Ours: Node's flags for that script (a baseline's own ENTRYPOINT's); default the image's (productionNodeFlags). */
+  nodeFlags?: string[]
   /** Ours: the Node binary it runs on (the image's Node, --image-node); default the bench's (BENCH_NODE_BIN). */
   nodeBin?: string
 }
 
 /**
  * The latency and footprint scenarios' floor: bench/floor-provider.ts, the least a Node provider
- * can do for the benchmark's Mounts with the runtime parts ours uses. Measured beside ours, never
- * held to targets. On another Node (the image's, footprint) its label gets that Node's name after it.
+ * can do for the benchmark's Mounts with the libraries ours loads. Measured beside ours, never
+ * held to targets (the issue-36 budget's memory rows are ratios to it). On another Node (the
+ * image's) its label gets that Node's name after it.
  */
 export const FLOOR = 'floor (Node, grpc-js, undici; no provider logic)'
 
@@ -56,15 +50,19 @@ export function isFloor(variant: string): boolean {
   return variant.startsWith(FLOOR)
 }
 
+/**
+ * The floor's script: the bundle bench/build-floor.mjs writes (its FLOOR_BUNDLE), also when this
+ * module runs from source (the tests). tsc's output cannot import that .mjs from dist/bench/.
+ */
+export const FLOOR_MAIN = join(PACKAGE_ROOT, 'dist', 'bench', 'floor-provider.bundle.js')
+
 /** The floor on the bench's Node, or on the image's (its binary and version, --image-node). */
 export function floorVariant(imageNode?: { bin: string; version: string }): Variant {
   return {
     label: imageNode === undefined ? FLOOR : `${FLOOR} on the image's Node ${imageNode.version}`,
     kind: 'ours',
     args: [],
-    // The bundle npm run build writes (scripts/bundle.mjs), also when this module runs from source (the tests).
-    main: join(PACKAGE_ROOT, 'dist', 'bench', 'floor-provider.bundle.js'),
-    compileCache: true,
+    main: FLOOR_MAIN,
     ...(imageNode === undefined ? {} : { nodeBin: imageNode.bin }),
   }
 }
@@ -78,12 +76,6 @@ export interface Context {
   firstAnswers: Record<string, number[]>
   /** Where CPU profiles of our provider go (--profile), else undefined. */
   profileDir: string | undefined
-  /**
-   * V8's compile cache for the current build, as the image has it (its Dockerfile sets
-   * NODE_COMPILE_CACHE and fills it at build time): the directory, and the Node binary and script
-   * pairs it has been filled for in this run. Undefined when the Dockerfile sets none.
-   */
-  compileCache: { dir: string; filled: Set<string> } | undefined
 }
 
 export interface Failed {
@@ -129,36 +121,8 @@ function hmacGets(world: World): number {
 
 const PRODUCTION_NODE_FLAGS = productionNodeFlags()
 
-/**
- * The code caches as the image's build fills them: the script (ours, or the floor's, which runs
- * through the same launcher) run once with the image's flags and the build's fill arguments
- * (imageCacheFill: -fill-code-cache, which starts it, writes the launcher's cache of the functions
- * a start compiled and Node's own compile cache, and stops it). Both name the Node version, so each
- * Node binary fills its own. Node 20 has no compile cache of its own; the launcher's works on it too.
- */
-function compileCacheFor(ctx: Context, v: Variant): string | undefined {
-  const cache = ctx.compileCache
-  // Baselines are older builds, measured as they were shipped.
-  if (cache === undefined || v.kind !== 'ours' || (v.main !== undefined && v.compileCache !== true)) return undefined
-  const nodeBin = v.nodeBin ?? OUR_NODE_BIN
-  const main = v.main ?? OUR_MAIN
-  const key = `${nodeBin} ${main}`
-  if (!cache.filled.has(key)) {
-    // Read only here: a Dockerfile without NODE_COMPILE_CACHE (and its fill step) never gets this far.
-    const r = spawnSync(nodeBin, [...PRODUCTION_NODE_FLAGS, main, ...imageCacheFill()], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_COMPILE_CACHE: cache.dir },
-      encoding: 'utf8',
-      timeout: 60_000,
-    })
-    if (r.status !== 0) throw new Error(`filling the code cache failed: ${r.stderr || r.error?.message || ''}`)
-    cache.filled.add(key)
-  }
-  return cache.dir
-}
-
 export async function startProvider(ctx: Context, v: Variant, tag: string): Promise<ProviderUnderTest> {
   const { world } = ctx
-  const compileCacheDir = compileCacheFor(ctx, v)
   const p = await startProviderUnderTest({
     label: `${v.label} ${tag}`,
     kind: v.kind,
@@ -170,12 +134,11 @@ export async function startProvider(ctx: Context, v: Variant, tag: string): Prom
     args: v.args,
     main: v.main,
     nodeBin: v.nodeBin,
-    compileCacheDir,
     nodeArgs:
       v.kind !== 'ours'
         ? []
         : [
-            ...PRODUCTION_NODE_FLAGS,
+            ...(v.nodeFlags ?? PRODUCTION_NODE_FLAGS),
             ...(ctx.profileDir !== undefined
               ? [
                   '--cpu-prof',

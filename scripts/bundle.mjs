@@ -23,7 +23,7 @@ export const TRIMMED = [
     name: 'axios',
     requiredBy: 'node-vault',
     why: "node-vault sends every call through the request hook given in its 'request-promise' option (src/vault/vault-client.ts); it calls axios only for a client built without one",
-    gain: 'see bench/NOTES.md, "What the bundle leaves out"',
+    gain: '−4.0 MiB idle RSS 20 s after start, −4 ms to the first Version answer (−60 ms of CPU until then); Node 20, 2026-12-03 (bench/NOTES.md)',
   },
 ]
 

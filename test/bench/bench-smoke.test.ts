@@ -4,11 +4,18 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { buildFloor } from '../../bench/build-floor.mjs'
 import { runBench } from '../../bench/main.js'
 import { PACED_INTERVAL_MS, parseOptions } from '../../bench/options.js'
-import { renderMarkdown, type BenchResults } from '../../bench/report.js'
+import { BUDGET, renderMarkdown, type BenchResults } from '../../bench/report.js'
 import { FLOOR, isFloor } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
+
+// The floor as bench/run.sh builds it, from the current bench/floor-provider.ts.
+t.before(async () => {
+  const { warnings } = await buildFloor()
+  if (warnings.length > 0) throw new Error(`bench/build-floor.mjs: ${warnings.map((w) => w.text).join('; ')}`)
+})
 
 t.test('bench --quick --no-reference writes results with Vault counts', async (t) => {
   const out = await tempDirFor(t, 'vcp-bench-smoke-')
@@ -192,8 +199,11 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   )
   t.match(md, /## 5\. Fleet/)
   t.match(md, /\| ours \(pod\) \| 1,000 \| /, 'projection for 1,000 nodes')
-  t.match(md, /## Targets of issue 12/)
-  t.match(md, /\| CPU per warm Mount \(5 KV\) at concurrency 1 ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/)
+  t.match(md, /## Budget of issue 36/)
+  t.match(
+    md,
+    /\| CPU per warm Mount \(5 KV\) at concurrency 1 ≤ 0\.8× the reference \| ours \(pod\) \| [^|]+ \| n\/a \|/,
+  )
   t.match(md, /\| ours \(serviceaccount\) \| 10 \| 0 \|( [^|]+ \|){4} n\/a \|/, 'after-idle table row')
   t.match(
     md,
@@ -202,43 +212,51 @@ t.test('bench --quick --no-reference writes results with Vault counts', async (t
   t.match(md, /\| ours \(serviceaccount\) \| 10 \| 0 \|( [^|]+ \|){7} n\/a \|/, 'paced table row')
   t.match(
     md,
-    /\| CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| .* \| n\/a \|/,
+    /\| spawn → first Version answer ≤ 300 ms \(median of the run’s start-ups\) \| ours \(pod, image's Node [\d.]+\) \| [\d,]+ ms over \d+ start-up\(s\), max [\d,]+ ms; floor [\d,]+ ms \| (met|\*\*missed\*\*) \|/,
+  )
+  // Each memory row is a ratio to the floor on the same Node.
+  t.match(
+    md,
+    /\| idle RSS \(settled, 4 s after start\) ≤ 1\.15× the floor on the same Node \| ours \(pod\) \| [\d.]+ vs [\d.]+ MiB \([\d.]+×\)/,
   )
   t.match(
     md,
-    /\| spawn → serving ≤ 150 ms \(median of the run’s start-ups, to the first Version answered\) \| ours \(pod, image's Node [\d.]+\) \| [\d,.]+ ms to the first answer, [\d,.]+ ms to an accepting socket/,
+    /\| storm peak RSS \(3 pods × 10 files of 10 KiB\) ≤ 1\.25× the floor on the same Node \| ours \(pod, image's Node [\d.]+\) \| [\d.]+ vs [\d.]+ MiB \([\d.]+×\) \|/,
   )
-  // Each memory and start-up target names the floor on the same Node beside ours.
+  // The verdict follows the ratio to the floor measured in the run.
+  const idleVerdict = (overFloor: number): string | undefined => {
+    const floorKiB = r.footprint.find((f) => f.variant === FLOOR)!.settledRssKiB
+    const footprint = r.footprint.map((f) =>
+      f.variant === 'ours (pod)' ? { ...f, settledRssKiB: floorKiB * overFloor } : f,
+    )
+    const row = renderMarkdown({ ...r, footprint })
+      .split('\n')
+      .find((l) => l.startsWith('| idle RSS (settled') && l.includes('| ours (pod) |'))
+    return row?.split('|').at(-2)?.trim()
+  }
+  t.equal(idleVerdict(BUDGET.idleVsFloor - 0.01), 'met')
+  t.equal(idleVerdict(BUDGET.idleVsFloor + 0.01), '**missed**')
+  // The Vault economy as before issue 36: one login and 5 reads per pod in the pod scope.
   t.match(
     md,
-    /\| idle RSS ≤ 60 MiB [^|]+\| ours \(pod\) \| [\d.]+ MiB settled, [\d.]+ MiB at 2 s; floor [\d.]+ \/ [\d.]+ MiB \|/,
+    '| storm (3 pods, the median run): the Vault economy unchanged | ours (pod) | failed Mounts 0, logins 3, KV reads 15 | met |',
   )
   t.match(
     md,
-    /\| storm peak RSS ≤ 100 MiB [^|]+\| ours \(pod, image's Node [\d.]+\) \| [\d.]+ MiB; floor [\d.]+ MiB \|/,
+    /\| fleet \(2 nodes × 3 pods\): the Vault economy unchanged \| ours \(pod\) \| failed Mounts 0, Vault requests 42, logins 6, KV reads 30, [^|]+ \| met \|/,
   )
+  t.match(md, /\| churn \(3 pods, 2 rounds\): the Vault economy unchanged \| ours \(serviceaccount\) \| /)
+  t.match(md, /## Earlier targets \(issues 3 and 12\)/)
   t.match(
     md,
-    /\| spawn → serving ≤ 150 ms [^|]+\| ours \(pod\) \| [^|]+; floor [\d,]+ \/ [\d,]+ ms \|/,
-    'the start-up row gives the floor’s first answer and accepting socket',
+    /\| issue 12: CPU per Mount after 1 s idle \(10 Mounts at concurrency 1\) ≤ 1\.0× the reference \| ours \(pod\) \| [^|]+ \| n\/a \|/,
   )
   t.match(md, /Image's Node: the row "ours \(pod, image's Node …\)" is the same build/)
-  // A missed target says so when the floor on the same Node misses it too, and only then.
-  const idleRow = (floorSettledMiB: number): string | undefined => {
-    const footprint = r.footprint.map((f) =>
-      f.variant === 'ours (pod)'
-        ? { ...f, settledRssKiB: 70 * 1024 }
-        : f.variant === FLOOR
-          ? { ...f, settledRssKiB: floorSettledMiB * 1024 }
-          : f,
-    )
-    return renderMarkdown({ ...r, footprint })
-      .split('\n')
-      .find((l) => l.startsWith('| idle RSS ≤ 60 MiB') && l.includes('| ours (pod) |'))
-  }
-  t.match(idleRow(65), /\| \*\*missed\*\* \(so does the floor\) \|$/, 'the floor above the target too')
-  t.match(idleRow(50), /; floor 50\.0 \/ [\d.]+ MiB \| \*\*missed\*\* \|$/, 'the floor under the target')
-  t.match(md, /## Targets of issue 3/)
+  // The overhead rows give the floor’s figure beside ours.
+  t.match(
+    md,
+    /\| issue 12: provider overhead p50 ≤ 1 ms at concurrency 1 \| ours \(pod\) \| [\d.]+ ms; floor [\d.]+ ms \|/,
+  )
   const svg = readFileSync(`${out}/chart.svg`, 'utf8')
   t.match(svg, /^<svg /)
   t.match(svg, /Storm: logins/)

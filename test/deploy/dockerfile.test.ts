@@ -68,7 +68,7 @@ t.test('image policy', async (t) => {
   const entrypoint = execForm(only(final, 'ENTRYPOINT').at(-1) ?? '', 'ENTRYPOINT')
   t.equal(entrypoint[0], 'node', 'node is the entrypoint (not npm, not a shell)')
   t.equal(entrypoint.at(-1), 'dist/daemon.js', 'the daemon’s bundle (scripts/bundle.mjs)')
-  t.notOk(entrypoint.includes('--enable-source-maps'), 'no source maps parsed at start-up on every node')
+  t.ok(entrypoint.includes('--enable-source-maps'), 'stack traces lead back to src/ files and lines')
   t.notOk(
     entrypoint.some((a) => /\bnpm\b|\bsh\b/.test(a)),
     'nothing between the runtime and the signals',
@@ -78,28 +78,6 @@ t.test('image policy', async (t) => {
   const user = only(final, 'USER').at(-1)
   t.match(user, /^\d+(:\d+)?$/, 'numeric USER (kubelet can check runAsNonRoot)')
   t.not(Number(user!.split(':')[0]), 0, 'non-root USER')
-
-  // V8's code caches: filled at build time by the daemon itself, as the user and with the flags it runs with
-  // (Node keys its cache directory by uid, and V8 rejects code compiled under other flags).
-  const cacheDir = only(final, 'ENV')
-    .map((e) => /^NODE_COMPILE_CACHE=(.+)$/.exec(e)?.[1])
-    .find((d) => d !== undefined)
-  t.ok(cacheDir?.startsWith('/'), `NODE_COMPILE_CACHE names an absolute directory (${cacheDir})`)
-  const runs = final.instructions.filter((i) => i.instruction === 'RUN' || i.instruction === 'USER')
-  const userAt = runs.findIndex((i) => i.instruction === 'USER')
-  const warm = runs.slice(userAt + 1).find((i) => i.instruction === 'RUN')
-  t.ok(warm, 'a RUN after USER fills the cache as the daemon’s user')
-  const warmArgs = execForm(warm?.value ?? '', 'RUN')
-  t.same(
-    warmArgs,
-    [...entrypoint, '-fill-code-cache'],
-    'it runs the ENTRYPOINT (same flags, same script) with -fill-code-cache',
-  )
-  const relDir = posix.relative(only(final, 'WORKDIR').at(-1)!, cacheDir ?? '')
-  t.ok(
-    runs.slice(0, userAt).some((i) => i.instruction === 'RUN' && i.value.includes(`chown ${user} ${relDir}`)),
-    `the cache directory (${relDir}) belongs to USER ${user}`,
-  )
 
   // Production dependencies only: the runtime's node_modules come from a stage that ran
   // `npm ci --omit=dev`, never from the build stage.
@@ -254,11 +232,16 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
     // RUN lines of the runtime stage only trim the base image (npm removal): nothing to do.
   }
   const appDir = join(root, workdir)
-  t.ok((await stat(join(appDir, 'dist', 'daemon.js'))).isFile(), 'the image layout holds dist/daemon.js (the launcher)')
-  t.ok((await stat(join(appDir, 'dist', 'daemon-main.cjs'))).isFile(), 'and dist/daemon-main.cjs (what it runs)')
-  t.ok((await stat(join(appDir, 'dist', 'daemon-main.cjs.map'))).isFile(), 'with its source map')
-  t.ok((await stat(join(appDir, 'dist', 'src', 'cli', 'main.js'))).isFile(), 'and the CLI, dist/src/cli/main.js')
-  t.ok((await stat(join(appDir, 'node_modules'))).isDirectory(), 'and production node_modules')
+  const layout = [
+    ['dist/daemon.js', 'the daemon, one file (scripts/bundle.mjs)'],
+    ['dist/daemon.js.map', 'its source map, for --enable-source-maps'],
+    ['dist/src/cli/main.js', 'the CLI (tsc’s output)'],
+    ['proto/v1alpha1/service.proto', 'the .proto files @grpc/proto-loader reads at start'],
+    ['package.json', 'package.json (the version, the package root)'],
+  ]
+  for (const [file, what] of layout)
+    t.ok((await stat(join(appDir, file!))).isFile(), `the image holds ${file}: ${what}`)
+  t.ok((await stat(join(appDir, 'node_modules'))).isDirectory(), 'and production node_modules (the CLI’s)')
   const devOnly = ['typescript', 'tap', 'eslint', 'prettier']
   for (const dev of devOnly) {
     await t.rejects(stat(join(appDir, 'node_modules', dev)), `dev dependency ${dev} is not in the image`)
@@ -283,31 +266,10 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
     cmd.some((a) => a.includes(providerDir)),
     'CMD serves the socket in /provider',
   )
-  // The build's fill (the RUN after USER): as the image's USER, with the ENTRYPOINT's flags, into
-  // the cache directory the Dockerfile made for that user (its `mkdir` and `chown`, done here). The
-  // image's other RUN lines only trim the base image and are not run here.
-  const cacheDir = join(root, env['NODE_COMPILE_CACHE'] ?? '/missing')
-  await mkdir(cacheDir, { recursive: true })
-  if (asRoot) await chown(cacheDir, uid, gid ?? uid)
-  const fillArgs = execForm(
-    final.instructions
-      .slice(final.instructions.findIndex((i) => i.instruction === 'USER'))
-      .find((i) => i.instruction === 'RUN')!.value,
-    'RUN',
-  )
-  const fillEnv = {
+  const imageEnv = {
     PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
     ...env,
-    NODE_COMPILE_CACHE: cacheDir,
   }
-  const fill = await run('env', ['-u', 'NODE_OPTIONS', ...fillArgs], {
-    cwd: appDir,
-    env: fillEnv,
-    ...(asRoot ? { uid, gid } : {}),
-  })
-  t.equal(fill.code, 0, `the build's fill succeeds (stderr: ${fill.stderr.slice(-2000)})`)
-  t.match(fill.stderr, `code cache written to ${cacheDir}/`, 'into the image’s cache directory')
-
   const healthPort = await freePort()
   // Appended last (the last flag wins): the test's own health port instead of :8080.
   const argv = [...entrypoint, ...cmd, `-health-addr=127.0.0.1:${healthPort}`]
@@ -316,8 +278,6 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   // NODE_OPTIONS; the image has no tap, and uid 65532 cannot read a checkout in a 0700
   // mktemp -d folder). `env -u` makes sure even an inherited NODE_OPTIONS is gone and execs
   // node itself (same pid, same signals).
-  // NODE_DEBUG only makes the launcher say whether V8 took the cache the fill wrote.
-  const imageEnv = { ...fillEnv, NODE_DEBUG: 'vcp-code-cache' }
   t.notOk('NODE_OPTIONS' in imageEnv, 'no NODE_OPTIONS in the image environment')
   const child = spawn('env', ['-u', 'NODE_OPTIONS', ...argv], {
     cwd: appDir,
@@ -347,7 +307,6 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   t.ok(running, `the daemon is running (output: ${output.slice(0, 2000)})`)
   if (!running) return
 
-  t.match(output, /VCP-CODE-CACHE \d+: \S+\.v8cache: accepted/, 'the start runs from the cache the build wrote')
   const sockStat = await stat(socket)
   // As root the test runs the daemon as the image's USER; otherwise as itself.
   const runsAs = asRoot ? uid : process.getuid!()
@@ -392,12 +351,14 @@ t.test('the build stage compiles dist/ from the Docker context alone', async (t)
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js'))).isFile(), 'dist/src/main.js built')
   t.ok((await stat(join(build.dir, 'dist', 'src', 'main.js.map'))).isFile(), 'with its source map')
   t.ok((await stat(join(build.dir, 'dist', 'daemon.js'))).isFile(), 'dist/daemon.js bundled')
-  t.ok((await stat(join(build.dir, 'dist', 'daemon-main.cjs'))).isFile(), 'dist/daemon-main.cjs bundled')
-  t.ok((await stat(join(build.dir, 'dist', 'daemon-main.cjs.map'))).isFile(), 'with its source map')
+  t.ok((await stat(join(build.dir, 'dist', 'daemon.js.map'))).isFile(), 'with its source map')
   const copied = only(stages.at(-1)!, 'COPY').filter((c) => c.startsWith('--from=build'))
   t.ok(
-    copied.some((c) => /\/dist\/daemon\.js\s/.test(c) && /\/dist\/daemon-main\.cjs\s/.test(c)),
-    'the runtime stage takes dist/daemon.js and dist/daemon-main.cjs from it',
+    copied.some((c) => {
+      const sources = c.split(' ').slice(1, -1)
+      return sources.includes('/app/dist/daemon.js') && sources.includes('/app/dist/daemon.js.map')
+    }),
+    'the runtime stage takes dist/daemon.js and its map from it',
   )
   t.ok(
     copied.some((c) => /\/dist\/src\s/.test(c)),

@@ -2,7 +2,7 @@
 // parameter and object field the code reads is in docs/configuration.md, every error code
 // of the catalogue has its section in docs/troubleshooting.md, every alert of
 // docs/prometheus-alerts.yaml is explained there, every committed benchmark sample is in
-// bench/results/README.md, and relative links resolve.
+// bench/results/README.md, and relative links resolve (the benchmark's notes included).
 import { existsSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
@@ -120,6 +120,7 @@ t.test('relative links in the operator and benchmark docs resolve', async (t) =>
     'docs/cli.md',
     'docs/failure-behaviour.md',
     'bench/README.md',
+    'bench/NOTES.md',
     'bench/results/README.md',
   ]) {
     const text = await read(file)

@@ -11,9 +11,8 @@
 import { spawn, execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, cp, mkdir, readFile } from 'node:fs/promises'
-import { basename, dirname, join } from 'node:path'
+import { dirname, join } from 'node:path'
 import t from 'tap'
-import { DAEMON_BUNDLE } from '../../scripts/bundle.mjs'
 import { loadConfig } from '../../src/config/config.js'
 import { PACKAGE_ROOT, PACKAGE_VERSION, RUNTIME_NAME } from '../../src/package-info.js'
 import { driverVersion } from '../support/driver-client.js'
@@ -45,8 +44,8 @@ t.before(async () => {
 })
 
 /**
- * What the image's WORKDIR holds (package.json, proto/, dist/daemon.js with the dist/daemon-main.cjs it
- * runs, the production node_modules per
+ * What the image's WORKDIR holds (package.json, proto/, dist/daemon.js and its source map, the
+ * production node_modules per
  * package-lock.json), copied into a fresh 0755 directory: the image's uid must be able to read it,
  * which a checkout in a private directory (a CI clone in `mktemp -d`) does not allow.
  * test/deploy/dockerfile.test.ts checks that the image is laid out this way.
@@ -66,10 +65,9 @@ async function imageLayout(): Promise<string> {
     await cp(join(PACKAGE_ROOT, path), join(app, path), { recursive: true, dereference: true })
   }
   // The daemon build this test run uses (VCP_PROVIDER_MAIN may name another), where the entrypoint names
-  // it, with the joined modules the launcher runs from beside it (older builds have none).
+  // it, with its source map beside it (a build without one still runs).
   await cp(PROVIDER_MAIN, join(app, entrypoint.at(-1)!))
-  const joined = join(dirname(PROVIDER_MAIN), basename(DAEMON_BUNDLE))
-  if (existsSync(joined)) await cp(joined, join(app, dirname(entrypoint.at(-1)!), basename(DAEMON_BUNDLE)))
+  if (existsSync(`${PROVIDER_MAIN}.map`)) await cp(`${PROVIDER_MAIN}.map`, join(app, `${entrypoint.at(-1)!}.map`))
   return app
 }
 

@@ -460,7 +460,11 @@ t.test('2. the provider logs in with the token the kubelet requested for the pod
   const ns = orderingNs
   const pod = await getPod(ns, 'app')
   const drv = await cluster.admin.must('GET', `/apis/storage.k8s.io/v1/csidrivers/${CSI_DRIVER}`)
-  t.same(drv.spec.tokenRequests, [{ audience: 'vault' }], 'the CSIDriver asks for audience vault')
+  t.same(
+    drv.spec.tokenRequests,
+    [{ audience: 'vault' }, { audience: 'openbao' }],
+    'the CSIDriver asks for audience vault (and openbao, for provider: openbao classes)',
+  )
   const audit = await cluster.auditEvents()
   // The kubelet's TokenRequest for the pod, audience vault.
   const requested = audit.filter(

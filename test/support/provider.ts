@@ -1,4 +1,6 @@
-// The provider as the tests run it: the built daemon as the image runs it (dist/daemon.js, tsc's output joined by scripts/bundle.mjs) in its own process, on a real unix socket, its log lines captured to a file.
+// The provider as the tests run it: the built daemon the image runs (dist/daemon.js, src/main.ts and its
+// packages in one file, scripts/bundle.mjs) in its own process, on a real unix socket, its log lines
+// captured to a file. Node's flags are the test's to give (nodeArgs; the image's: test/support/image.ts).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, openSync, closeSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'

@@ -7,7 +7,6 @@ import {
   renderObject,
   renderObjects,
   RENDER_BYTES_PER_TURN,
-  RENDER_OBJECTS_PER_TURN,
   versionObject,
   type RenderedObject,
 } from '../../../src/render/render.js'
@@ -347,18 +346,6 @@ async function turnTaken(yaml: string, bodyOf: (o: SecretObject) => unknown): Pr
   return immediateRan
 }
 
-const kvObjects = (n: number): string =>
-  Array.from({ length: n }, (_, i) => `- {objectName: o${i}, secretPath: secret/data/app}`).join('\n')
-
-t.test('renderObjects: a few small objects render in one go, without a turn of the event loop', async (t) => {
-  t.equal(RENDER_OBJECTS_PER_TURN, 8)
-  t.notOk(
-    await turnTaken(kvObjects(RENDER_OBJECTS_PER_TURN), () => NESTED),
-    `${RENDER_OBJECTS_PER_TURN} objects: no turn`,
-  )
-  t.ok(await turnTaken(kvObjects(RENDER_OBJECTS_PER_TURN + 1), () => NESTED), 'one more object: a turn')
-})
-
 t.test(
   'renderObjects: after a template, or some tens of KiB of output, the next object waits for a turn',
   async (t) => {
@@ -366,7 +353,6 @@ t.test(
       '- {objectName: src, secretPath: secret/data/app, secretKeyPath: db.host}',
       "- {objectName: url, template: 'pg://{{@src}}'}",
     ]
-    t.notOk(await turnTaken(template.join('\n'), () => NESTED), 'a template as the last object: nothing waits')
     t.ok(
       await turnTaken([...template, '- {objectName: after, secretPath: secret/data/app}'].join('\n'), () => NESTED),
       'the object after a template waits for a turn',
@@ -377,7 +363,6 @@ t.test(
       Array.from({ length: n }, (_, i) => `- {objectName: b${i}, secretPath: secret/data/big, secretKey: blob}`).join(
         '\n',
       )
-    t.notOk(await turnTaken(bigYaml(1), () => big), 'one large object alone')
     t.ok(await turnTaken(bigYaml(2), () => big), `the object after ${RENDER_BYTES_PER_TURN} bytes waits for a turn`)
   },
 )

@@ -1,194 +1,92 @@
-// scripts/bundle.mjs: the daemon as the image runs it: the launcher (dist/daemon.js) and tsc's
-// output of the daemon's modules joined by esbuild (dist/daemon-main.cjs).
-import { createHash } from 'node:crypto'
+// scripts/bundle.mjs: the daemon as the image runs it, dist/daemon.js, src/main.ts and every package
+// it imports joined by esbuild into one file with its source map, less the TRIMMED packages.
 import { readFile } from 'node:fs/promises'
-import { builtinModules, createRequire } from 'node:module'
-import { basename, join } from 'node:path'
-import t, { type Test } from 'tap'
-import {
-  DAEMON_BUNDLE,
-  DAEMON_ENTRY,
-  EAGER_PACKAGES,
-  FLOOR_BUNDLE,
-  FLOOR_ENTRY,
-  FLOOR_MAIN_BUNDLE,
-  LAUNCHER_BUNDLE,
-  LAUNCHER_ENTRY,
-  NEVER_LOADED_DEPENDENCIES,
-  bundle,
-  bundleFloor,
-  packageOf,
-} from '../../../scripts/bundle.mjs'
+import { builtinModules } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
+import t from 'tap'
+import { DAEMON_BUNDLE, DAEMON_ENTRY, TRIMMED, bundle } from '../../../scripts/bundle.mjs'
 import { PACKAGE_ROOT } from '../../../src/package-info.js'
 import { makeTempDir } from '../../support/tmp.js'
 
-const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
-  dependencies: Record<string, string>
+/** The package a node_modules path belongs to: `@scope/name` or `name`. */
+function packageOf(input: string): string {
+  const parts = input.slice('node_modules/'.length).split('/')
+  return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!
 }
 
-/** The files npm run build wrote are those just built into `fresh` (same names). */
-async function sameAsBuilt(t: Test, fresh: string, files: string[]): Promise<void> {
-  for (const file of files) {
+interface SourceMapFile {
+  sources: string[]
+  names: string[]
+  mappings: string
+}
+
+/**
+ * A map's file sources as absolute paths: maps built into another folder name the same files by other
+ * relative paths. A trimmed package's stand-in is a source with a namespace (`trimmed:axios`), not a file.
+ */
+async function readMap(file: string): Promise<SourceMapFile> {
+  const map = JSON.parse(await readFile(file, 'utf8')) as SourceMapFile
+  const absolute = (s: string): string => (s.includes(':') ? s : resolve(dirname(file), s))
+  return { sources: map.sources.map(absolute), names: map.names, mappings: map.mappings }
+}
+
+let built: Awaited<ReturnType<typeof bundle>>
+let fresh: string
+t.before(async () => {
+  const tmp = await makeTempDir('vcp-bundle-')
+  t.teardown(tmp.cleanup)
+  // The same file name, so that the sourceMappingURL comment is the same too.
+  fresh = join(tmp.path, 'daemon.js')
+  built = await bundle(fresh)
+})
+
+t.test(
+  'dist/daemon.js and its map are what bundle() builds from the current src/ (npm run build writes them)',
+  async (t) => {
+    t.same(built.warnings, [], 'esbuild warns about nothing')
     t.equal(
-      await readFile(join(PACKAGE_ROOT, file), 'utf8'),
-      await readFile(join(fresh, basename(file)), 'utf8'),
-      `${file} is stale: run npm run build`,
+      await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8'),
+      await readFile(fresh, 'utf8'),
+      `${DAEMON_BUNDLE} is stale: run npm run build`,
     )
-  }
-}
-
-t.test(
-  'dist/daemon.js and dist/daemon-main.cjs are those of the current dist/src (npm run build writes them)',
-  async (t) => {
-    const tmp = await makeTempDir('vcp-bundle-')
-    t.teardown(tmp.cleanup)
-    // Same file names, so that the sourceMappingURL comment and the launcher's reference are the same too.
-    const { warnings } = await bundle(tmp.path)
-    t.same(warnings, [], 'esbuild warns about nothing')
-    await sameAsBuilt(t, tmp.path, [DAEMON_BUNDLE, LAUNCHER_BUNDLE])
+    t.same(
+      await readMap(join(PACKAGE_ROOT, `${DAEMON_BUNDLE}.map`)),
+      await readMap(`${fresh}.map`),
+      `${DAEMON_BUNDLE}.map is stale: run npm run build`,
+    )
   },
 )
 
-t.test('the launcher names the joined modules’ file and its SHA-256, and loads nothing but built-ins', async (t) => {
-  const tmp = await makeTempDir('vcp-bundle-')
-  t.teardown(tmp.cleanup)
-  const { launcherMetafile } = await bundle(tmp.path)
-  const main = await readFile(join(tmp.path, basename(DAEMON_BUNDLE)))
-  const sha256 = createHash('sha256').update(main).digest('hex')
-  const launcher = await readFile(join(tmp.path, basename(LAUNCHER_BUNDLE)), 'utf8')
-  t.match(launcher, `"${basename(DAEMON_BUNDLE)}"`, 'the joined modules’ file')
-  t.match(launcher, `"${sha256}"`, 'the SHA-256 of their text: the cache’s name will name this text')
-  const inputs = Object.keys(launcherMetafile.inputs)
-  t.same(
-    inputs.filter((f) => !f.startsWith('builtin:node:')).sort(),
-    [LAUNCHER_ENTRY, 'dist/src/launcher/code-cache.js', 'dist/src/package-info.js'].sort(),
-    'its own two modules and the package’s name, nothing of the daemon',
-  )
-  const output = Object.values(launcherMetafile.outputs).find((o) => o.entryPoint === LAUNCHER_ENTRY)
-  t.same(
-    (output?.imports ?? []).filter((i) => i.kind !== 'require-call').map((i) => `${i.kind} ${i.path}`),
-    [],
-    'built-ins through require() stand-ins: no ES facade runs their lazy loaders',
-  )
-  t.match(
-    launcher,
-    /^import \{ createRequire as __vcpCreateRequire \} from 'node:module'$/m,
-    'but node:module, for its createRequire',
-  )
-})
-
-t.test('the joined modules are one strict CommonJS module, with built-ins required', async (t) => {
-  const tmp = await makeTempDir('vcp-bundle-')
-  t.teardown(tmp.cleanup)
-  const { metafile } = await bundle(tmp.path)
-  const output = Object.values(metafile.outputs).find((o) => o.entryPoint === DAEMON_ENTRY)
-  t.same(
-    (output?.imports ?? []).filter((i) => i.kind !== 'require-call'),
-    [],
-    'only require(): a node:vm script has no ES imports, and its import() finds no loader once from V8’s code cache',
-  )
-  const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
-  t.match(text, /^'use strict';/, 'the strict directive first (ES modules were strict), no #! line')
-  t.notMatch(text, /import\.meta/, 'import.meta.url replaced by the file’s URL')
-  t.match(text, /require\("node:http"\)/, 'node:http through require()')
-  // A CommonJS module Node's own loader can run as well, here in this process.
-  const main = createRequire(import.meta.url)(join(PACKAGE_ROOT, DAEMON_BUNDLE)) as Record<string, unknown>
-  t.type(main['startDaemon'], 'function', 'it exports startDaemon (src/main.ts)')
-})
-
-t.test(
-  'the joined modules are minified but for their names: V8 keeps the whole text for as long as the daemon runs',
-  async (t) => {
-    const text = await readFile(join(PACKAGE_ROOT, DAEMON_BUNDLE), 'utf8')
-    t.notMatch(text, /^\s*\/\/ /m, 'no line comments')
-    t.notMatch(text, /\n {2}/, 'no indentation')
-    t.match(text, /function runMount\(/, 'function names kept (stack traces name them)')
-    t.match(text, /\n\/\/# sourceMappingURL=daemon-main\.cjs\.map\n?$/, 'with its source map')
-  },
-)
-
-t.test('the joined modules hold ours and the packages loaded before the socket serves, and no other', async (t) => {
-  const tmp = await makeTempDir('vcp-bundle-')
-  t.teardown(tmp.cleanup)
-  const { metafile } = await bundle(tmp.path)
-  const inputs = Object.keys(metafile.inputs)
+t.test('the bundle holds src/main.ts and the packages it imports, not the CLI', async (t) => {
+  const inputs = Object.keys(built.metafile.inputs)
   t.ok(inputs.includes(DAEMON_ENTRY), `${DAEMON_ENTRY} is the entry`)
-  const fromPackages = inputs.filter((f) => !f.startsWith('dist/src/') && !f.startsWith('builtin:node:'))
-  t.same(
-    fromPackages.filter((f) => !f.startsWith('node_modules/')),
-    ['proto/messages.cjs'],
-    'everything else in it comes from node_modules, but the gRPC messages’ generated code',
-  )
-  const bundled = new Set(
-    fromPackages.filter((f) => f.startsWith('node_modules/')).map((f) => packageOf(f.slice('node_modules/'.length))),
-  )
-  for (const p of EAGER_PACKAGES) t.ok(bundled.has(p), `${p} is inside (it loads before the socket serves)`)
-  for (const p of ['undici', 'node-vault', 'yaml', 'mustache', 'prom-client', 'axios']) {
-    t.notOk(bundled.has(p), `${p} is not inside (it loads when first needed, or never)`)
+  const packages = new Set(inputs.filter((f) => f.startsWith('node_modules/')).map(packageOf))
+  for (const p of ['@grpc/grpc-js', '@grpc/proto-loader', 'pino', 'prom-client', 'undici', 'yaml', 'lru-cache']) {
+    t.ok(packages.has(p), `${p} is inside`)
   }
   t.notOk(
-    inputs.some((f) => f.startsWith('dist/src/cli/')),
+    inputs.some((f) => f.startsWith('src/cli/')),
     'the CLI is not part of the daemon',
-  )
-  const output = Object.entries(metafile.outputs).find(([file]) => file.endsWith('.cjs'))?.[1]
-  const builtins = new Set(builtinModules)
-  const packages = output!.imports
-    .map((i) => i.path)
-    .filter((p) => !p.startsWith('node:') && !builtins.has(p))
-    .map(packageOf)
-  // The image installs production dependencies with theirs: what an eager package requires is there.
-  const eagerDependencies = new Set<string>()
-  for (const p of EAGER_PACKAGES) {
-    const manifest = JSON.parse(await readFile(join(PACKAGE_ROOT, 'node_modules', p, 'package.json'), 'utf8')) as {
-      dependencies?: Record<string, string>
-    }
-    for (const d of Object.keys(manifest.dependencies ?? {})) eagerDependencies.add(d)
-  }
-  for (const p of NEVER_LOADED_DEPENDENCIES) {
-    t.ok(eagerDependencies.has(p), `${p} is a dependency of an eager package (installed with it)`)
-    t.notOk(bundled.has(p), `${p} is not inside (never loaded by the daemon)`)
-  }
-  t.ok(bundled.has('protobufjs'), 'protobufjs/minimal is inside (the messages’ code requires it)')
-  t.same(
-    inputs.filter((f) => /^node_modules\/protobufjs\/src\/(parse|tokenize|root|type)\.js$/.test(f)),
-    [],
-    'but not its .proto parser or reflection (they come only with proto-loader)',
-  )
-  t.same(
-    [...new Set(packages)].filter((p) => !(p in pkg.dependencies) && !NEVER_LOADED_DEPENDENCIES.includes(p)),
-    [],
-    'every package it imports is a production dependency (the image has no others)',
-  )
-  t.same(
-    [...new Set(packages)].filter((p) => EAGER_PACKAGES.includes(p)),
-    [],
-    'no eager package is also imported from node_modules (one copy of each)',
   )
 })
 
-t.test('the bench’s floor is built the same way: gRPC inside, undici and yaml at its first Mount', async (t) => {
-  const tmp = await makeTempDir('vcp-bundle-')
-  t.teardown(tmp.cleanup)
-  const { warnings, metafile, launcherMetafile } = await bundleFloor(tmp.path)
-  t.same(warnings, [], 'esbuild warns about nothing')
-  await sameAsBuilt(t, tmp.path, [FLOOR_BUNDLE, FLOOR_MAIN_BUNDLE])
-  t.ok(Object.keys(metafile.inputs).includes(FLOOR_ENTRY), `${FLOOR_ENTRY} is the entry`)
-  t.ok(Object.keys(launcherMetafile.inputs).includes(LAUNCHER_ENTRY), 'run by the daemon’s launcher')
-  const sha256 = createHash('sha256')
-    .update(await readFile(join(tmp.path, basename(FLOOR_MAIN_BUNDLE))))
-    .digest('hex')
-  t.match(await readFile(join(tmp.path, basename(FLOOR_BUNDLE)), 'utf8'), `"${sha256}"`, 'named by its own text')
-  const bundled = new Set(
-    Object.keys(metafile.inputs)
-      .filter((f) => f.startsWith('node_modules/'))
-      .map((f) => packageOf(f.slice('node_modules/'.length))),
-  )
-  t.ok(bundled.has('@grpc/grpc-js'), 'grpc-js is inside, as in the daemon')
-  for (const p of ['undici', 'yaml']) t.notOk(bundled.has(p), `${p} is not inside`)
-  const output = Object.values(metafile.outputs).find((o) => o.entryPoint === FLOOR_ENTRY)
-  t.same(
-    (output?.imports ?? []).filter((i) => i.kind !== 'require-call'),
-    [],
-    'only require(), as in the daemon (its import() would find no loader once from V8’s code cache)',
-  )
+t.test('each TRIMMED package is left out, its dependant is inside, and its gain is written down', async (t) => {
+  const inputs = Object.keys(built.metafile.inputs)
+  const packages = new Set(inputs.filter((f) => f.startsWith('node_modules/')).map(packageOf))
+  const notes = await readFile(join(PACKAGE_ROOT, 'bench', 'NOTES.md'), 'utf8')
+  const leftOut = notes.slice(notes.indexOf('## What the bundle leaves out'))
+  t.ok(TRIMMED.length > 0, 'something is trimmed (axios, for node-vault)')
+  for (const p of TRIMMED) {
+    t.notOk(packages.has(p.name), `${p.name} is not inside`)
+    t.ok(packages.has(p.requiredBy), `${p.requiredBy}, which requires it, is inside`)
+    t.ok(leftOut.includes(p.name), `bench/NOTES.md, "What the bundle leaves out", measures leaving ${p.name} out`)
+  }
+})
+
+t.test('at run time the bundle imports nothing but Node built-ins', async (t) => {
+  const output = Object.values(built.metafile.outputs).find((o) => o.entryPoint === DAEMON_ENTRY)
+  t.ok(output, 'the entry has an output')
+  const builtins = new Set(builtinModules)
+  const others = (output?.imports ?? []).filter((i) => !i.path.startsWith('node:') && !builtins.has(i.path))
+  t.same(others, [], 'no package left to node_modules')
 })
