@@ -54,8 +54,9 @@ COPY proto ./proto
 COPY package.json ./
 USER 65532:65532
 # node itself is PID 1 (not npm or a shell, which do not pass SIGTERM on), so the daemon
-# drains its Mounts on SIGTERM. --enable-source-maps makes a stack trace name src/ files and lines.
+# drains its Mounts on SIGTERM. A logged stack trace names src/ files and lines by dist/daemon.js.map,
+# read when the first one is logged (src/observability/stack-map.ts), not with --enable-source-maps.
 # The heap flags keep a 110-pod Mount storm's peak RSS low (bench/NOTES.md); the bench reads them,
 # and the script, from here.
-ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/daemon.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=128", "dist/daemon.js"]
 CMD ["-endpoint=/provider/vault.sock"]

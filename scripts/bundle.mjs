@@ -1,12 +1,14 @@
 // Joins the daemon — src/main.ts and everything it imports, packages included — into one file,
 // dist/daemon.js, the file the image runs. Node then reads one file at start instead of several
-// hundred. The linked source map (dist/daemon.js.map) leads stack traces back to src/ files and
-// lines: the image runs the daemon with --enable-source-maps.
+// hundred. The linked source map (dist/daemon.js.map) leads logged stack traces back to src/ files
+// and lines (src/observability/stack-map.ts).
 //
 //   node scripts/bundle.mjs      (npm run build runs it after tsc)
+import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import process from 'node:process'
 import { fileURLToPath } from 'node:url'
+import { decode, encode } from '@jridgewell/sourcemap-codec'
 import { build } from 'esbuild'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -70,7 +72,35 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     metafile: true,
     plugins: [trim],
   })
+  keepSourceLines(`${outfile}.map`)
   return { warnings: result.warnings, metafile: result.metafile }
+}
+
+/** Whether a map source is a package's file rather than this project's. */
+const isPackage = (source) => source.split('/').includes('node_modules')
+
+/**
+ * The map keeps one position per original line of src/ (a trace leads to its file and line; the column
+ * is the line's first mapped one) and one per run of a package's code, which only marks where that code
+ * is: src/observability/stack-map.ts leaves the packages' frames as positions in dist/daemon.js. The
+ * daemon parses the map when it logs its first stack; esbuild's full map (every token, 1.6 MB) would
+ * then hold tens of MiB for the rest of the process, this one (about 60 KB) next to nothing.
+ */
+function keepSourceLines(mapFile) {
+  const map = JSON.parse(readFileSync(mapFile, 'utf8'))
+  const mappings = decode(map.mappings).map((line) => {
+    const out = []
+    for (const segment of line) {
+      const previous = out[out.length - 1]
+      const same =
+        previous !== undefined &&
+        previous[1] === segment[1] &&
+        (isPackage(map.sources[segment[1]]) || previous[2] === segment[2])
+      if (!same) out.push(segment.slice(0, 4))
+    }
+    return out
+  })
+  writeFileSync(mapFile, JSON.stringify({ ...map, names: [], mappings: encode(mappings) }))
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { buildProvider } from './app.js'
 import { ConfigError, loadConfig } from './config/config.js'
 import { createLogger } from './observability/logger.js'
+import { stackMapper } from './observability/stack-map.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from './package-info.js'
 
 /** Kubernetes' default terminationGracePeriodSeconds is 30 s; leave time to exit. */
@@ -50,7 +51,8 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
     process.stdout.write(`${RUNTIME_NAME} ${PACKAGE_VERSION}\n`)
     return
   }
-  const logger = createLogger(config.logLevel)
+  // Stacks from the bundle are led back to src/ when they are logged (observability/stack-map.ts).
+  const logger = createLogger(config.logLevel, undefined, stackMapper(import.meta.url))
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'))
 
   const provider = await buildProvider(config, logger, process.env)
@@ -66,7 +68,7 @@ export async function runDaemon(argv: readonly string[]): Promise<void> {
       const failure = new Error(`cannot serve ${endpoint}: ${message}${await socketPermissionHint(endpoint, err)}`, {
         cause: err,
       })
-      // The log line carries the stack (src/ files and lines: the image runs with --enable-source-maps).
+      // The log line carries the stack, with src/ files and lines.
       logger.error({ err: failure }, 'cannot serve the provider socket')
       throw failure
     }

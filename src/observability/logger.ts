@@ -6,6 +6,7 @@
 import { pino, type Logger, type DestinationStream } from 'pino'
 import type { LogLevel } from '../config/config.js'
 import { safeText, scrub } from '../errors.js'
+import type { StackMapper } from './stack-map.js'
 
 export type { Logger }
 
@@ -85,22 +86,31 @@ export function logString(value: string): string {
   return safeText(value, MAX_LOGGED_STRING_CHARS)
 }
 
-/** Errors are reduced to fields the provider controls; library errors can carry request config and headers. */
-function safeErrorSerializer(err: unknown): Record<string, unknown> {
-  if (err === null || typeof err !== 'object') return { message: scrub(String(err)) }
-  const e = err as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown }
-  return {
-    type: typeof e.name === 'string' ? e.name : 'Error',
-    message: typeof e.message === 'string' ? scrub(e.message) : undefined,
-    code: typeof e.code === 'string' || typeof e.code === 'number' ? e.code : undefined,
-    stack: typeof e.stack === 'string' ? scrub(e.stack) : undefined,
+/**
+ * Errors are reduced to fields the provider controls; library errors can carry request config and headers.
+ * `mapStack` leads the stack's frames back to src/ (observability/stack-map.ts).
+ */
+function safeErrorSerializer(mapStack: StackMapper): (err: unknown) => Record<string, unknown> {
+  return (err) => {
+    if (err === null || typeof err !== 'object') return { message: scrub(String(err)) }
+    const e = err as { name?: unknown; message?: unknown; code?: unknown; stack?: unknown }
+    return {
+      type: typeof e.name === 'string' ? e.name : 'Error',
+      message: typeof e.message === 'string' ? scrub(e.message) : undefined,
+      code: typeof e.code === 'string' || typeof e.code === 'number' ? e.code : undefined,
+      stack: typeof e.stack === 'string' ? scrub(mapStack(e.stack)) : undefined,
+    }
   }
 }
 
-const SERIALIZERS = { err: safeErrorSerializer, error: safeErrorSerializer }
-const SERIALIZED_KEYS: ReadonlySet<string> = new Set(Object.keys(SERIALIZERS))
+const SERIALIZED_KEYS: ReadonlySet<string> = new Set(['err', 'error'])
 
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: LogLevel,
+  destination?: DestinationStream,
+  mapStack: StackMapper = (stack) => stack,
+): Logger {
+  const serializer = safeErrorSerializer(mapStack)
   return pino(
     {
       level: level === 'off' ? 'silent' : level,
@@ -111,7 +121,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
         bindings: (bindings) => redactKeys(bindings) as Record<string, unknown>,
         log: (object) => redactKeys(object, REDACT_DEPTH, SERIALIZED_KEYS) as Record<string, unknown>,
       },
-      serializers: SERIALIZERS,
+      serializers: { err: serializer, error: serializer },
     },
     destination,
   )

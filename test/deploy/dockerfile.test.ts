@@ -68,7 +68,6 @@ t.test('image policy', async (t) => {
   const entrypoint = execForm(only(final, 'ENTRYPOINT').at(-1) ?? '', 'ENTRYPOINT')
   t.equal(entrypoint[0], 'node', 'node is the entrypoint (not npm, not a shell)')
   t.equal(entrypoint.at(-1), 'dist/daemon.js', 'the daemon’s bundle (scripts/bundle.mjs)')
-  t.ok(entrypoint.includes('--enable-source-maps'), 'stack traces lead back to src/ files and lines')
   t.notOk(
     entrypoint.some((a) => /\bnpm\b|\bsh\b/.test(a)),
     'nothing between the runtime and the signals',
@@ -234,7 +233,7 @@ t.test('dist/ starts the way the image runs it and answers Version', async (t) =
   const appDir = join(root, workdir)
   const layout = [
     ['dist/daemon.js', 'the daemon, one file (scripts/bundle.mjs)'],
-    ['dist/daemon.js.map', 'its source map, for --enable-source-maps'],
+    ['dist/daemon.js.map', 'its source map, read when a stack is logged (src/observability/stack-map.ts)'],
     ['dist/src/cli/main.js', 'the CLI (tsc’s output)'],
     ['proto/v1alpha1/service.proto', 'the .proto files @grpc/proto-loader reads at start'],
     ['package.json', 'package.json (the version, the package root)'],

@@ -1,5 +1,5 @@
 // Stack traces from the built daemon name src/ files and lines: the image runs dist/daemon.js, one
-// esbuild bundle, with --enable-source-maps and its map beside it. Started here exactly as the
+// esbuild bundle, with its map beside it (read when a stack is logged, src/observability/stack-map.ts). Started here exactly as the
 // Dockerfile's ENTRYPOINT starts it (its Node flags and script, from the WORKDIR, test/support/image.ts),
 // with an endpoint it cannot create, it logs the error with its stack and exits.
 import { spawn } from 'node:child_process'

@@ -17,7 +17,7 @@ export function imageEntrypoint(root = PACKAGE_ROOT): string[] {
   return JSON.parse(argv) as string[]
 }
 
-/** Node's flags in the image's ENTRYPOINT, between `node` and the script (--enable-source-maps and the heap flags). */
+/** Node's flags in the image's ENTRYPOINT, between `node` and the script (the heap flags). */
 export function imageNodeFlags(root = PACKAGE_ROOT): string[] {
   return imageEntrypoint(root)
     .slice(1, -1)
