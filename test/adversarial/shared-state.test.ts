@@ -398,3 +398,71 @@ t.test('the connections to one Vault address, held by one namespace’s slow cal
   )
   await finishSuite(t, w, 'shared-state-connections')
 })
+
+t.test('the memory one namespace’s pools and sessions hold, then its Mount budget', async (t) => {
+  // Pools and sessions are bounded in number (64 pools, -cache-size sessions), not in memory, and
+  // what they hold is not counted against -max-node-mount-bytes: the two together can take the
+  // daemon past the DaemonSet's memory limit, where kubelet would kill it for every namespace.
+  const pki = makeTestPki(join(await tempDirFor(t, 'vcp-adv-pki-'), 'pki'))
+  // The attacker's own Vault over TLS (a stand-in, as above).
+  const ownVault = await startFakeHost({
+    kind: 'hostile-vault',
+    tls: { cert: pki.serverCertPem, key: pki.serverKeyPem },
+  })
+  t.teardown(() => ownVault.close())
+  const w = await startWorld({ allow: [ownVault.url] })
+  t.teardown(() => w.stop())
+  t.equal((await w.bao.api('POST', '/v1/secret/data/t34k', { data: { p: 'p'.repeat(34_000) } })).status, 200)
+  await createJwtRole(w.bao, 'jwt', 'reader', { policies: ['app-read'], boundAudiences: ['vault'], ttl: '1h' })
+  // 2000 pods, each naming its own copy of the CA: a pool and a session each (the caches keep 64
+  // and 1000 of them, this namespace's own least recently used going first).
+  const dir = await tempDirFor(t, 'vcp-adv-cas-')
+  for (let i = 0; i < 2000; i += 16) {
+    await Promise.all(
+      Array.from({ length: 16 }, (_, k) => {
+        const caPath = join(dir, `ca-${i + k}.pem`)
+        copyFileSync(pki.caCertPath, caPath)
+        return w.mount(
+          w.attrs(
+            {
+              roleName: ANY_ROLE,
+              vaultAddress: ownVault.url,
+              vaultCACertPath: caPath,
+              objects: [{ objectName: 'own', secretPath: 'hostile/none' }],
+            },
+            tenantPod(`memory-${i + k}`, `sa-${i + k}`),
+          ),
+        )
+      }),
+    )
+  }
+  t.comment(
+    `after 2000 pools and sessions of ${TENANT}: RSS ${(w.daemon.watchdog.rssBytes() / 2 ** 20).toFixed(1)} MiB`,
+  )
+  // Then six of its pods at once with 999 templates of 1 MB each (each stopped at -max-mount-bytes).
+  const templates = Array.from(
+    { length: 999 },
+    (_, i) => `- objectName: t${i}\n  secretPath: secret/data/t34k\n  template: "${'{{p}}'.repeat(30)}"`,
+  ).join('\n')
+  const attributes = w.attrs({ roleName: 'reader', objects: templates }, tenantPod('memory-templates'))
+  const out = await runAttack(w.daemon, w.victim, {
+    klass: 'own',
+    name: '2000 pools and sessions of one namespace, then 6 of its pods at once with 999 templates of 1 MB',
+    attempt: () => w.mount(attributes, 'null', 30_000),
+    concurrency: 6,
+    repeat: false,
+  })
+  t.equal(out.answer.grpcCode, 'ResourceExhausted', out.answer.message.slice(0, 200))
+  t.ok(out.daemonAlive, 'the daemon survived (the watchdog kills only far past the limit)')
+  t.ok(
+    out.peakRssBytes <= w.daemon.limitBytes,
+    `peak RSS ${(out.peakRssBytes / 2 ** 20).toFixed(1)} MiB within the DaemonSet's ${w.daemon.limitBytes / 2 ** 20} MiB limit`,
+    {
+      todo:
+        'a hole on main: what pools and sessions hold is bounded by their number only and not counted with ' +
+        "-max-node-mount-bytes; one namespace's pools and sessions and its Mounts together pass the memory limit",
+    },
+  )
+  t.same(out.victim.failures.slice(0, 3), [], "the victim's Mounts kept succeeding")
+  await finishSuite(t, w, 'shared-state-memory')
+})
