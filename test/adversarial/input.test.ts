@@ -217,6 +217,48 @@ const CASES: Case[] = [
     code: 'InvalidArgument',
     message: [/parameter "objects"|secretArgs/],
   },
+  // Issue 37, class 7: parameters that become a request header or a TLS name are checked where
+  // they are parsed (on 3964ba9 a CR/LF came back as UNAVAILABLE, a retryable outage, from the
+  // HTTP library, and non-Latin-1 text went out as raw bytes).
+  {
+    klass: '37.7',
+    name: 'vaultNamespace with CR/LF and a header after it',
+    attributes: (w) => raw(w, { vaultNamespace: 'team-a\r\nX-Injected: yes' }),
+    code: 'InvalidArgument',
+    message: [/parameter "vaultNamespace"/, /\\r\\n/],
+  },
+  {
+    klass: '37.7',
+    name: 'vaultNamespace in non-Latin-1 letters',
+    attributes: (w) => raw(w, { vaultNamespace: 'команда/团队' }),
+    code: 'InvalidArgument',
+    message: [/parameter "vaultNamespace"/],
+  },
+  {
+    klass: '37.7',
+    name: 'vaultTLSServerName with CR/LF',
+    attributes: (w) => raw(w, { vaultTLSServerName: 'vault.example.com\r\nX-Injected: yes' }),
+    code: 'InvalidArgument',
+    message: [/parameter "vaultTLSServerName"/],
+  },
+  // Issue 37, class 6: a secret nested thousands of levels deep (OpenBao keeps it: Go's JSON reader
+  // allows 10,000 levels) once overflowed a recursive walk: INTERNAL, and a stack trace in the log.
+  ...(
+    [
+      ['arrays 5000 levels deep', 'deep-arrays', undefined],
+      ['arrays 5000 levels deep, one key selected', 'deep-arrays', 'x'],
+      ['maps 500 levels deep', 'deep-maps', undefined],
+    ] as const
+  ).map(([what, path, secretKey]): Case => ({
+    klass: '37.6',
+    name: `a secret value of ${what}`,
+    attributes: (w) =>
+      raw(w, {
+        objects: `- objectName: deep\n  secretPath: secret/data/${path}\n${secretKey ? `  secretKey: ${secretKey}\n` : ''}`,
+      }),
+    code: 'FailedPrecondition',
+    message: [/object "deep"/, /nested more than \d+ levels/],
+  })),
   {
     klass: 'own',
     name: '16 attackers at once: nested flow collections',
@@ -230,6 +272,15 @@ const CASES: Case[] = [
 t.test('hostile Mount requests', async (t) => {
   const w = await startWorld()
   t.teardown(() => w.stop())
+  // With the root token: what a tenant with write access to its own KV path can store.
+  const deep = (open: string, close: string, levels: number): string => `${open.repeat(levels)}1${close.repeat(levels)}`
+  for (const [path, value] of [
+    ['deep-arrays', deep('[', ']', 5000)],
+    ['deep-maps', deep('{"k":', '}', 500)],
+  ] as const) {
+    const put = await w.bao.api('POST', `/v1/secret/data/${path}`, `{"data":{"x":${value}}}`)
+    t.equal(put.status, 200, `kv put ${path}`)
+  }
   for (const c of CASES) {
     await t.test(c.name, async (t: Test) => {
       const built = c.attributes(w)
@@ -244,6 +295,15 @@ t.test('hostile Mount requests', async (t) => {
       })
     })
   }
+  await t.test('deep answers left no internal error and no stack trace in the log', async (t) => {
+    const lines = await w.daemon.provider.logLines()
+    t.same(
+      lines.filter((l) => l.msg === 'unexpected error during mount' || l.level === 'error' || l.level === 'fatal'),
+      [],
+      'no error line',
+    )
+    t.notOk((await w.daemon.provider.logs()).includes('RangeError'), 'no RangeError (stack overflow) anywhere')
+  })
   await t.test('roleName is never logged at full length', async (t) => {
     const logs = await w.daemon.provider.logs()
     t.notMatch(logs, /(\\n a){300}/, 'no log line carries 300+ characters of the hostile roleName')

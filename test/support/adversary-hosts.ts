@@ -21,6 +21,13 @@ export const SHORT_TOKENS = ['hvs.Kq3ZbT9xW', 's.Pa55w0rdXy', 'b.ZZ9rT4kLmN', 'r
 
 export type HostKind = 'record' | 'hostile-vault'
 
+/**
+ * What a hostile Vault puts in the text a person reads (a FailedMount event, the CLI's terminal):
+ * a screen clear, a window title ended by BEL, a C1 CSI, colour, a right-to-left override and a
+ * line separator.
+ */
+export const TERMINAL_CONTROLS = '\u001b[2J\u001b]0;pwned\u0007\u009b31mred\u001b[0m \u202etxt.exe\u2028'
+
 export interface RecordedRequest {
   method: string
   path: string
@@ -38,6 +45,8 @@ export interface HostConfig {
   tls?: { cert: string; key: string }
   /** hostile-vault: where its redirects point. */
   redirectTo?: string
+  /** hostile-vault: the `version` its sys/health answer states. */
+  healthVersion?: string
 }
 
 export type HostMessage =
@@ -79,7 +88,7 @@ type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffe
  * The hostile Vault: the pod picks the behaviour with its auth mount (logins) and secret path
  * (reads, under hostile/<kind>[/<arg>]).
  */
-function hostileVault(redirectTo: string): Handler {
+function hostileVault(redirectTo: string, healthVersion: string | undefined): Handler {
   const chunk = Buffer.alloc(MiB, 0x61)
   // 256 MiB of zeros, gzip-compressed to about 256 KiB, sent as Content-Encoding: gzip.
   const gzipBomb = gzipSync(Buffer.alloc(256 * MiB))
@@ -87,7 +96,12 @@ function hostileVault(redirectTo: string): Handler {
     const url = req.url ?? ''
     // Healthy as far as the provider's circuit breaker can tell: the attacks are in the answers.
     if (url.startsWith('/v1/sys/health')) {
-      json(res, 200, { initialized: true, sealed: false, standby: false })
+      json(res, 200, {
+        initialized: true,
+        sealed: false,
+        standby: false,
+        ...(healthVersion === undefined ? {} : { version: healthVersion }),
+      })
       return
     }
     const login = /^\/v1\/auth\/([^/]+)\/login/.exec(url)?.[1]
@@ -155,6 +169,19 @@ function hostileVault(redirectTo: string): Handler {
       case 'status':
         json(res, Number(arg), { errors: [`answered ${arg}`] })
         return
+      case 'sized':
+        // An answer of about `arg` bytes, read in full (under -max-vault-response-size).
+        json(res, 200, { data: { v: 'x'.repeat(Number(arg)) } })
+        return
+      case 'slow': {
+        // A good answer after `arg` ms: the Mount stays in flight, holding what it has read so far.
+        const timer = setTimeout(() => json(res, 200, { data: { v: 'slow' } }), Number(arg))
+        res.on('close', () => clearTimeout(timer))
+        return
+      }
+      case 'controls':
+        json(res, 400, { errors: [`denied ${TERMINAL_CONTROLS} denied`] })
+        return
       case 'echo-newlines':
         json(res, 400, { errors: [`${'\n '.repeat(1_000_000)}*`] })
         return
@@ -180,7 +207,7 @@ function hostileVault(redirectTo: string): Handler {
 function serve(cfg: HostConfig, post: (m: HostMessage) => void): http.Server | https.Server {
   const handler: Handler =
     cfg.kind === 'hostile-vault'
-      ? hostileVault(cfg.redirectTo ?? 'http://127.0.0.1:9')
+      ? hostileVault(cfg.redirectTo ?? 'http://127.0.0.1:9', cfg.healthVersion)
       : (_req, res) => json(res, 404, { errors: [] })
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = []

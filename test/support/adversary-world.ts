@@ -35,6 +35,12 @@ export interface WorldOptions {
   provider?: Omit<StartProviderOptions, 'args'>
   /** Addresses allowed besides OpenBao's; null: no -vault-addr-allowlist at all. */
   allow?: string[] | null
+  /** The daemon's -vault-addr (allowed too), e.g. a proxy in front of OpenBao; default OpenBao's address. */
+  vaultAddr?: (bao: OpenBao) => string | Promise<string>
+  /** SecretProviderClass parameters of the victim's Mount besides its objects (e.g. its own vaultAddress). */
+  victimParams?: (bao: OpenBao) => Record<string, string>
+  /** The victim's secret value is padded to this many characters (a larger Mount); default a short one. */
+  victimValueChars?: number
 }
 
 export interface World {
@@ -69,14 +75,16 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
       ttl: '1h',
     })
     await createJwtRole(bao, 'jwt', ANY_ROLE, { policies: ['default'], boundAudiences: ['vault'], ttl: '1h' })
-    const victimValue = `victim-${randomUUID()}`
+    const shortValue = `victim-${randomUUID()}`
+    const victimValue = shortValue.padEnd(o.victimValueChars ?? 0, 'v')
     const put = await bao.api('POST', '/v1/secret/data/victim', { data: { password: victimValue } })
     if (put.status !== 200) throw new Error(`kv put: ${put.status} ${JSON.stringify(put.body)}`)
-    const allow = o.allow === null ? [] : [bao.addr, ...(o.allow ?? [])]
+    const vaultAddr = (await o.vaultAddr?.(bao)) ?? bao.addr
+    const allow = o.allow === null ? [] : [...new Set([bao.addr, vaultAddr, ...(o.allow ?? [])])]
     const daemon = await startAdversaryDaemon({
       ...(o.provider ?? {}),
       args: [
-        `-vault-addr=${bao.addr}`,
+        `-vault-addr=${vaultAddr}`,
         ...(bao.caCertPath !== undefined ? [`-vault-tls-ca-cert=${bao.caCertPath}`] : []),
         ...(allow.length > 0 ? [`-vault-addr-allowlist=${allow.join(',')}`] : []),
         ...(o.args?.(bao) ?? []),
@@ -93,7 +101,10 @@ export async function startWorld(o: WorldOptions = {}): Promise<World> {
     }
     const victimPod = newPod('victim-0')
     const victimAttrs = attrs(
-      { objects: [{ objectName: 'password', secretPath: 'secret/data/victim', secretKey: 'password' }] },
+      {
+        ...(o.victimParams?.(bao) ?? {}),
+        objects: [{ objectName: 'password', secretPath: 'secret/data/victim', secretKey: 'password' }],
+      },
       victimPod,
     )
     const victim = new Victim({

@@ -450,18 +450,24 @@ export async function runAttackConfirmed(
   return runAttack(d, victim, o)
 }
 
-/** The isolation half of every attack: daemon alive, under its limit, victim served and not starved. */
-export function checkIsolation(t: Test, d: AdversaryDaemon, out: AttackOutcome): void {
+/**
+ * The isolation half of every attack: daemon alive, under its limit, victim served and not starved.
+ * `hole`: a known hole on main, described; the victim's two checks are then TODO (reported, not
+ * counted as failures) until it is fixed.
+ */
+export function checkIsolation(t: Test, d: AdversaryDaemon, out: AttackOutcome, hole?: string): void {
   t.ok(out.daemonAlive, 'the daemon survived')
   t.ok(
     out.peakRssBytes <= d.limitBytes,
     `peak RSS ${(out.peakRssBytes / MiB).toFixed(1)} MiB within the DaemonSet's ${d.limitBytes / MiB} MiB limit`,
   )
-  t.same(out.victim.failures.slice(0, 3), [], "the victim's Mounts kept succeeding")
+  const extra = hole === undefined ? {} : { todo: hole }
+  t.same(out.victim.failures.slice(0, 3), [], "the victim's Mounts kept succeeding", extra)
   t.ok(
     out.victimP99Ms <= out.allowedP99Ms,
     `victim p99 ${out.victimP99Ms.toFixed(1)} ms under attack <= ${out.allowedP99Ms.toFixed(1)} ms ` +
       `(unloaded p99 ${out.unloadedP99Ms.toFixed(1)} ms, ${out.victim.latenciesMs.length} Mounts)`,
+    extra,
   )
 }
 
@@ -485,6 +491,8 @@ export interface FakeHostOptions {
   tls?: { cert: string; key: string }
   /** hostile-vault: where its redirects point. */
   redirectTo?: string
+  /** hostile-vault: the `version` its sys/health answer states. */
+  healthVersion?: string
 }
 
 /**
@@ -495,6 +503,7 @@ export async function startFakeHost(o: FakeHostOptions = {}): Promise<FakeHost> 
   const config: HostConfig = { kind: o.kind ?? 'record' }
   if (o.tls !== undefined) config.tls = o.tls
   if (o.redirectTo !== undefined) config.redirectTo = o.redirectTo
+  if (o.healthVersion !== undefined) config.healthVersion = o.healthVersion
   const worker = new Worker(new URL('./adversary-hosts.js', import.meta.url), {
     workerData: { adversaryHost: config },
   })

@@ -73,3 +73,13 @@ t.test("an entry is charged for its text and for its objects' version inputs", a
   t.ok(cache.sizeBytes >= one.length + configJson.length, `${cache.sizeBytes} bytes charged`)
   t.ok(cache.sizeBytes < one.length + configJson.length + 4096, 'and not much more')
 })
+
+t.test("a namespace's many texts push out only its own", async (t) => {
+  const cache = new ObjectsCache({ maxBytes: 64 * 1024 })
+  const victim = text('victim', 1024)
+  const kept = cache.parse(victim, 'default')
+  for (let i = 0; i < 100; i++) cache.parse(text(`o${i}`, 8 * 1024), 'tenant-b')
+  t.ok(cache.sizeBytes <= 64 * 1024, `${cache.sizeBytes} bytes held`)
+  t.equal(cache.parse(victim, 'default'), kept, "the other namespace's text is still there: the same objects back")
+  t.equal(cache.parse(victim, 'tenant-b'), kept, 'whoever sends the same text gets them')
+})
