@@ -106,13 +106,8 @@ t.test('the operations port under a flood', async (t) => {
       maxAttempts: 3000,
     })
     t.same([...new Set(out.answers.map((a) => a.grpcCode))], ['200'], 'every request was answered 200')
-    checkIsolation(
-      t,
-      w.daemon,
-      out,
-      'a hole on main: every GET /metrics renders the registry anew (milliseconds of the event loop each), ' +
-        "whatever the request rate: whoever reaches -health-addr slows every namespace's Mounts",
-    )
+    // /metrics renders at most every 100 ms (1 s while nothing changed): a flood reads the last text.
+    checkIsolation(t, w.daemon, out)
   })
 
   await finishSuite(t, w, 'health-endpoint')

@@ -375,7 +375,11 @@ t.test('4. the image from the Dockerfile runs as the DaemonSet of daemonset/, un
   )
   for (const l of probeLines) t.comment(`kubelet: ${l.slice(l.indexOf('"SyncLoop'))}`)
   const status = pod.status.containerStatuses.find((c: any) => c.name === 'provider')
-  t.match(status, { ready: true, started: true, restartCount: 0 })
+  t.match(
+    status,
+    { ready: true, started: true, restartCount: 0 },
+    `ready, never restarted (last state: ${JSON.stringify(status.lastState)})`,
+  )
 
   await hardened(t, status.containerID)
 

@@ -29,6 +29,8 @@ import {
   type VaultCaller,
 } from '../transport/transport.js'
 
+/** Idle sessions revoked at once by a sweep. */
+export const REVOKE_CONCURRENCY = 8
 export type IdentityScope = IdentityScopeName
 
 export interface SessionPoolOptions {
@@ -163,11 +165,14 @@ export class SessionPool {
     for (const [key, s] of this.sessions.entries()) {
       if (now - s.lastUsedAt >= this.opts.idleRevokeMs) idle.push([key, s])
     }
-    for (const [key, s] of idle) {
-      // Forget first, so no new Mount picks up a token being revoked.
-      this.sessions.delete(key)
-      await s.revoke()
+    // Forget first, so no new Mount picks up a token being revoked.
+    for (const [key] of idle) this.sessions.delete(key)
+    // A few at a time: one slow Vault (each revocation waits up to its timeout) delays the others little.
+    const queue = idle.map(([, s]) => s)
+    const revokeNext = async (): Promise<void> => {
+      for (let s = queue.shift(); s !== undefined; s = queue.shift()) await s.revoke()
     }
+    await Promise.all(Array.from({ length: Math.min(REVOKE_CONCURRENCY, queue.length) }, revokeNext))
     return idle.length
   }
 

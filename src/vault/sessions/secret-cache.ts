@@ -79,6 +79,8 @@ export interface CacheEntry {
 type Entry = CacheEntry
 export type SecretStore = FairCache<CacheEntry>
 
+const MIN_PRUNE_AT = 256
+
 /** The store every identity's cache shares: bounded in entries and bytes, fair between tenants (util/fair-cache.ts). */
 export function createSecretStore(maxEntries = DEFAULT_MAX_ENTRIES, maxBytes = DEFAULT_MAX_BYTES): SecretStore {
   return new FairCache<CacheEntry>({ maxEntries, maxSize: maxBytes, sizeOf: (e) => e.size })
@@ -101,6 +103,13 @@ export class SecretCache {
   private readonly tenant: string
   private readonly inflight = new Map<string, SharedCall<Shared>>()
   private readonly clock: Clock
+  /**
+   * This identity's keys in the shared store (some maybe pushed out by the store since): clearing a
+   * session then touches its own entries, not every entry of every identity.
+   */
+  private readonly own = new Set<string>()
+  /** `own` is pruned of keys the store dropped when it grows past this (doubling: amortised). */
+  private pruneAt = MIN_PRUNE_AT
 
   constructor(opts: SecretCacheOptions) {
     this.opts = opts
@@ -110,11 +119,24 @@ export class SecretCache {
     this.clock = opts.clock ?? Date.now
   }
 
+  /** This identity's keys the store still holds (the others are forgotten here). */
   private ownKeys(): string[] {
-    return [...this.entries.keys()].filter((k) => k.startsWith(this.prefix))
+    for (const key of this.own) if (!this.entries.has(key)) this.own.delete(key)
+    return [...this.own]
   }
 
-  /** Entries this identity holds (walks the shared store: for metrics and tests, not the Mount path). */
+  private put(key: string, entry: CacheEntry): void {
+    this.entries.set(this.tenant, key, entry)
+    this.own.add(key)
+    if (this.own.size > this.pruneAt) this.pruneAt = Math.max(MIN_PRUNE_AT, 2 * this.ownKeys().length)
+  }
+
+  private remove(key: string): void {
+    this.entries.delete(key)
+    this.own.delete(key)
+  }
+
+  /** Entries this identity holds (for metrics and tests). */
   get size(): number {
     return this.ownKeys().length
   }
@@ -176,14 +198,14 @@ export class SecretCache {
           entry.expiresAt = at + renewed.ttlMs
           entry.renewAt = at + renewed.ttlMs * RENEW_FRACTION
           entry.lifetime = { ...lt, renewable: renewed.renewable }
-          this.entries.set(this.tenant, key, entry)
+          this.put(key, entry)
           return { body: entry.body, source: 'renewed', kind: 'leased' }
         }
       } catch {
         // Not renewable after all, revoked, or Vault refused: issue a new one below.
       }
     }
-    this.entries.delete(key)
+    this.remove(key)
     return undefined
   }
 
@@ -262,7 +284,7 @@ export class SecretCache {
   private store(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {
     if (lifetime.kind === 'static') {
       if (this.opts.staticFreshnessMs <= 0) return
-      this.entries.set(this.tenant, key, {
+      this.put(key, {
         size: approximateSize(body),
         body,
         lifetime,
@@ -275,7 +297,7 @@ export class SecretCache {
       return
     }
     const expiresAt = expiryOf(lifetime, obtainedAt)
-    this.entries.set(this.tenant, key, {
+    this.put(key, {
       size: approximateSize(body),
       body,
       lifetime,
@@ -288,7 +310,7 @@ export class SecretCache {
   }
 
   clear(): void {
-    for (const key of this.ownKeys()) this.entries.delete(key)
+    for (const key of this.ownKeys()) this.remove(key)
   }
 
   /** Handover: this identity's entries, keys without the identity's prefix (peek: the LRU order stays). */
@@ -328,7 +350,7 @@ export class SecretCache {
         if (dynamic) result.leases.expired += 1
         continue
       }
-      this.entries.set(this.tenant, `${this.prefix}${key}`, { size: approximateSize(e.body), ...e })
+      this.put(`${this.prefix}${key}`, { size: approximateSize(e.body), ...e })
       if (dynamic) result.leases.taken += 1
     }
     return result

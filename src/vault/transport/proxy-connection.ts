@@ -28,7 +28,7 @@ import type { Socket } from 'node:net'
 import { buildConnector, type Dispatcher } from 'undici'
 import { VaultConnectionError, isTlsErrorCode, type ConnectionFailureKind } from './call-errors.js'
 import type { ProxyEndpoint } from './proxy.js'
-import type { TlsMaterial } from './tls-files.js'
+import type { TlsConnectOptions } from './secure-contexts.js'
 
 /** Opening the proxy connection, and then the proxy's answer to CONNECT, each get this long (undici's connect timeout). */
 export const PROXY_CONNECT_TIMEOUT_MS = 10_000
@@ -284,8 +284,12 @@ export interface ProxiedConnection {
   annotate(err: unknown): unknown
 }
 
-/** The connection through `route` to `address` (https:// or http://); `tls` is the transport's material for https://. */
-export function proxiedConnection(address: string, route: ProxyRoute, tls: TlsMaterial | undefined): ProxiedConnection {
+/** The connection through `route` to `address` (https:// or http://); `tls`: the transport's TLS options for https://. */
+export function proxiedConnection(
+  address: string,
+  route: ProxyRoute,
+  tls: TlsConnectOptions | undefined,
+): ProxiedConnection {
   const vault = new URL(address)
   const annotate = (err: unknown): unknown =>
     err instanceof VaultConnectionError && !(err instanceof ProxyConnectionError)

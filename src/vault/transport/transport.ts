@@ -49,7 +49,8 @@ import {
   vaultErrorsOf,
   type ConnectionFailureKind,
 } from './call-errors.js'
-import { DEFAULT_TRANSPORT_OPTIONS, readTlsMaterial, type TlsMaterial, type TransportOptions } from './tls-files.js'
+import { SecureContexts, type TlsConnectOptions } from './secure-contexts.js'
+import { DEFAULT_TRANSPORT_OPTIONS, readTlsMaterial, type TransportOptions } from './tls-files.js'
 import { proxyFor, type ProxySettings } from './proxy.js'
 import { proxiedConnection, type ProxiedConnection } from './proxy-connection.js'
 
@@ -237,9 +238,14 @@ export class VaultTransport implements VaultCaller {
 
   /**
    * Reads the TLS files (capped, see tls-files.ts) and builds the connection
-   * pool; nothing connects yet.
+   * pool; nothing connects yet. `contexts`: TLS contexts shared with other
+   * transports of the same material (the registry's).
    */
-  static async create(conn: VaultConnection, opts: VaultTransportOptions): Promise<VaultTransport> {
+  static async create(
+    conn: VaultConnection,
+    opts: VaultTransportOptions,
+    contexts: SecureContexts = new SecureContexts(),
+  ): Promise<VaultTransport> {
     const address = conn.address
     if (address.startsWith('unix://')) {
       const socketPath = address.slice('unix://'.length)
@@ -249,7 +255,9 @@ export class VaultTransport implements VaultCaller {
     const route = proxyFor(address, opts.proxy)
     if (route.kind === 'refused')
       throw new ProviderError('VAULT_UNAVAILABLE', `Vault at ${q(address)}: ${route.reason}`)
-    const tls: TlsMaterial | undefined = address.startsWith('https://') ? await readTlsMaterial(conn, opts) : undefined
+    const tls = address.startsWith('https://')
+      ? contexts.connectOptions(await readTlsMaterial(conn, opts), address)
+      : undefined
     if (route.kind === 'proxy') {
       const via = proxiedConnection(
         address,
@@ -537,7 +545,7 @@ function newPool(origin: string, connect: buildConnector.connector, opts: VaultT
  */
 export function guardedConnector(
   address: string,
-  options: { socketPath?: string } & Partial<TlsMaterial>,
+  options: { socketPath?: string } | TlsConnectOptions,
   opts: TransportOptions,
   origin: string,
   connect?: buildConnector.connector,
@@ -598,21 +606,26 @@ export async function callThrough(
 }
 
 export const MAX_TRANSPORTS = 64
+/** Pools one namespace holds at most: what its pools and their connections hold in memory is bounded by this. */
+export const MAX_TRANSPORTS_PER_TENANT = 16
 
 /**
  * The transports of the process, one per connection (connectionKey), bounded: when a new one needs
  * room, the tenant holding the most gives up its least recently used (util/fair-cache.ts), which
- * finishes the calls under way and then closes. A namespace that names many addresses or TLS
- * variants pushes out only its own pools.
+ * finishes the calls under way and then closes; past MAX_TRANSPORTS_PER_TENANT a namespace gives up
+ * its own. A namespace that names many addresses or TLS variants pushes out only its own pools.
+ * Transports of the same TLS material share one TLS context (secure-contexts.ts).
  */
 export class TransportRegistry implements TransportSource {
   private readonly opts: VaultTransportOptions
   private readonly transports: FairCache<Promise<VaultTransport>>
+  private readonly contexts = new SecureContexts()
 
-  constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS) {
+  constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS, maxPerTenant = MAX_TRANSPORTS_PER_TENANT) {
     this.opts = opts
     this.transports = new FairCache<Promise<VaultTransport>>({
       maxEntries: max,
+      maxEntriesPerTenant: maxPerTenant,
       onEvict: (p) => {
         p.then(
           (t) => t.retire(),
@@ -626,7 +639,7 @@ export class TransportRegistry implements TransportSource {
     const key = connectionKey(conn)
     let t = this.transports.get(key)
     if (!t) {
-      t = VaultTransport.create(conn, this.opts)
+      t = VaultTransport.create(conn, this.opts, this.contexts)
       // A failed set-up (unreadable CA file) must not stay cached.
       t.catch(() => this.transports.delete(key))
       this.transports.set(tenant, key, t)

@@ -70,6 +70,33 @@ t.test('idle identities are revoked with their own token and forgotten; active o
   t.not(await pool.session(id('idle')), idle, 'a new session if the pod comes back')
 })
 
+t.test("one identity's slow revocation does not hold up the others'", async (t) => {
+  const { pool, vault, time } = setup('pod')
+  const jwt = async (): Promise<string> => 'jwt'
+  let release: () => void = () => undefined
+  const held = new Promise<void>((r) => (release = r))
+  // The first identity's token (hvs.t1) is revoked only when released; the others' at once.
+  vault.on(/revoke-self$/, async (c) => {
+    if (c.token === 'hvs.t1') await held
+    return { status: 204, body: '' }
+  })
+  for (const uid of ['slow', 'b', 'c', 'd']) {
+    const s = await pool.session(id(uid))
+    await s.request(read, jwt, Deadline.in(10_000, undefined, time.clock), uid)
+  }
+  await time.advance(60_000)
+  const sweep = pool.sweepIdle()
+  while (vault.count(/revoke-self$/) < 4) await new Promise((r) => setImmediate(r))
+  t.same(
+    vault.calls.filter((c) => c.path.endsWith('revoke-self')).map((c) => c.token),
+    ['hvs.t1', 'hvs.t2', 'hvs.t3', 'hvs.t4'],
+    'every idle token is being revoked while the first still waits',
+  )
+  release()
+  t.equal(await sweep, 4)
+  t.equal(pool.size, 0)
+})
+
 t.test('each identity calls Vault with its own token, also where identities share a transport', async (t) => {
   const vault = new FakeVault('https://a.test:8200')
   let logins = 0

@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import {
   MAX_CALLS_PER_TENANT,
+  MAX_TRANSPORTS_PER_TENANT,
   TransportRegistry,
   callThrough,
   connectionKey,
@@ -54,6 +55,16 @@ t.test('a namespace that names many addresses pushes out only its own pools', as
   t.equal(registry.heldBy('attacker'), 7)
   t.equal(await registry.get(http1(address), 'victim'), victim, "the victim's pool is the same one")
   t.equal((await victim.call({ method: 'GET', path: 'secret/x', timeoutMs: 5000 })).status, 200)
+})
+
+t.test('one namespace holds at most MAX_TRANSPORTS_PER_TENANT pools, even with room to spare', async (t) => {
+  const address = await okServer(t)
+  const registry = new TransportRegistry(opts)
+  t.teardown(() => registry.close())
+  const victim = await registry.get(http1(address), 'victim')
+  for (let i = 0; i < 40; i++) await registry.get(http1(`http://127.0.0.${i + 2}:9000`), 'attacker')
+  t.equal(registry.heldBy('attacker'), MAX_TRANSPORTS_PER_TENANT)
+  t.equal(await registry.get(http1(address), 'victim'), victim, "the victim's pool is the same one")
 })
 
 t.test('a call through a pool closed to make room goes out on its replacement', async (t) => {
