@@ -17,6 +17,7 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import * as grpc from '@grpc/grpc-js'
+import * as asn1js from 'asn1js'
 import { LRUCache } from 'lru-cache'
 import mustache from 'mustache'
 import nodeVault from 'node-vault'
@@ -30,7 +31,7 @@ import { loadProviderClient } from '../src/server/proto.js'
  * Loaded at start because the daemon's bundle loads them at start, though the floor calls none of
  * them: its start-up and memory then hold the same libraries, and ours minus the floor is our code.
  */
-export const LOADED_AS_THE_DAEMON_LOADS_THEM = [mustache, nodeVault, pino, Registry] as const
+export const LOADED_AS_THE_DAEMON_LOADS_THEM = [asn1js, mustache, nodeVault, pino, Registry] as const
 
 interface FloorObject {
   objectName: string
