@@ -68,7 +68,11 @@ t.test('KV values into the real tmpfs: contents, modes, the ..data layout, the p
   t.equal(r.stage, undefined)
   t.equal(r.readonly, true, 'read-only, as the pod spec says (the driver refuses anything else)')
   t.equal(r.accessMode, 'SINGLE_NODE_WRITER', 'what kubelet maps ReadWriteOnce of an inline volume to')
-  t.same(r.tokenAudiences, ['vault'], 'one token, for the audience of the CSIDriver tokenRequests')
+  t.same(
+    r.tokenAudiences,
+    ['openbao', 'vault'],
+    'one token per audience of the CSIDriver tokenRequests (daemonset/driver-values.yaml)',
+  )
   t.match(r.targetPath, new RegExp(`/pods/${pod.uid}/volumes/kubernetes\\.io~csi/secrets-store/mount$`))
 
   t.ok(mountsUnder(r.targetPath).includes(r.targetPath), 'the driver mounted a filesystem at the target')
