@@ -56,16 +56,6 @@ export function isConnectionFailure(err: unknown): boolean {
 export type RetryDecision =
   { retry: false } | { retry: true; reason: string; rateLimited?: boolean; retryAfterMs?: number }
 
-/** Retry-After as delta-seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value
-  if (typeof text !== 'string' && typeof text !== 'number') return undefined
-  const s = String(text).trim()
-  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000)
-  const at = Date.parse(s)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
-}
-
 export function retryDecision(err: unknown): RetryDecision {
   if (err instanceof VaultConnectionError) {
     return RETRYABLE_KINDS.has(err.kind) ? { retry: true, reason: `connection failed (${err.code})` } : { retry: false }

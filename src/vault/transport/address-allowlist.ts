@@ -13,7 +13,7 @@
  * wildcard `https://*.vault.svc:8200` (one or more labels in place of `*`).
  */
 import { ProviderError, q } from '../../errors.js'
-import { parseVaultAddress } from '../../request/parse-request.js'
+import { normaliseVaultAddress } from '../../config/vault-address.js'
 
 interface Entry {
   exact?: string
@@ -38,12 +38,7 @@ export class AddressAllowlist {
     this.raw = entries
     this.onUnrestricted = opts.onUnrestricted
     this.entries = entries.map((e) => {
-      let normal: string
-      try {
-        normal = parseVaultAddress(e, '-vault-addr-allowlist entry')
-      } catch (err) {
-        throw new Error((err as Error).message, { cause: err })
-      }
+      const normal = normaliseVaultAddress(e, '-vault-addr-allowlist entry', (message) => new Error(message))
       const m = /^(https?:)\/\/\*\.([^/:]+)(.*)$/.exec(normal)
       if (m) return { scheme: m[1]!, hostSuffix: `.${m[2]!}`, rest: m[3]! }
       if (normal.includes('*'))

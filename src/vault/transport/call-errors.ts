@@ -50,6 +50,16 @@ abstract class VaultCallError extends Error {
   attempts = 1
 }
 
+/** Retry-After as delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: unknown, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value
+  if (typeof text !== 'string' && typeof text !== 'number') return undefined
+  const s = String(text).trim()
+  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000)
+  const at = Date.parse(s)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
 /** Vault (or a proxy in front of it) answered with a status that is not success. */
 export class VaultHttpError extends VaultCallError {
   override readonly name = 'VaultHttpError'

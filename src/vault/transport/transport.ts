@@ -40,12 +40,12 @@ import {
 import type { VaultConnection } from '../../request/types.js'
 import type { CancelSignal } from '../../util/cancellation.js'
 import { FairCache } from '../../util/fair-cache.js'
-import { parseRetryAfter } from '../resilience/retry.js'
 import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
   isTlsErrorCode,
+  parseRetryAfter,
   vaultErrorsOf,
   type ConnectionFailureKind,
 } from './call-errors.js'

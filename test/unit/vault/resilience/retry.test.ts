@@ -5,6 +5,7 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  parseRetryAfter,
   type ConnectionFailureKind,
 } from '../../../../src/vault/transport/call-errors.js'
 import {
@@ -12,7 +13,6 @@ import {
   abortableSleep,
   backoffMs,
   delayFor,
-  parseRetryAfter,
   retryDecision,
   withRetry,
   type RetryDecision,
