@@ -340,8 +340,10 @@ export interface LatencyLevel {
   overheadP99Ms: number
   /** Mean time per Mount inside Kubernetes API calls (the HMAC Secret GET), overlapping its window. */
   kubeMeanMs: number
-  /** Vault requests per Mount. */
+  /** Vault requests per Mount: those inside each Mount's window (the driver client's clock against the proxy's). */
   vaultCallsPerMount: number
+  /** Every request the level's timing proxies passed to Vault, whichever Mount made it. */
+  vaultRequests: number
   mountsPerSec: number
   /** CPU time of the provider process (utime + stime) per Mount, over the level's Mounts. */
   cpuMsPerMount: number
@@ -616,6 +618,7 @@ async function latencyLevel(
     overheadP99Ms: percentile(overMs, 99),
     kubeMeanMs: okN > 0 ? kubeTotal / okN : NaN,
     vaultCallsPerMount: okN > 0 ? vaultCalls / okN : NaN,
+    vaultRequests: allVaultCalls,
     mountsPerSec: mounts / (out.wallMs / 1000),
     cpuMsPerMount: mounts > 0 ? cpuMs / mounts : NaN,
     cpuMsPerVaultRequest: allVaultCalls > 0 ? cpuMs / allVaultCalls : NaN,
