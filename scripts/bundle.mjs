@@ -41,18 +41,18 @@ const trim = {
       )
     }
     b.onLoad({ filter: /.*/, namespace: 'trimmed' }, (args) => ({
-      contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is left out of the daemon's bundle (scripts/bundle.mjs, TRIMMED)`)}) }
+      contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is left out of this bundle (scripts/bundle.mjs, TRIMMED)`)}) }
 module.exports = new Proxy({}, { get: () => fail })`,
       loader: 'js',
     }))
   },
 }
 
-/** Builds the daemon into `outfile`; resolves with esbuild's warnings (there should be none) and its metafile. */
-export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
-  const result = await build({
+/** esbuild's options for one bundled entry: the daemon's, and the bench's floor (bench/build-floor.mjs). */
+export function bundleOptions(entry, outfile) {
+  return {
     absWorkingDir: root,
-    entryPoints: [DAEMON_ENTRY],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: 'node',
@@ -71,7 +71,12 @@ export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
     logLevel: 'silent',
     metafile: true,
     plugins: [trim],
-  })
+  }
+}
+
+/** Builds the daemon into `outfile`; resolves with esbuild's warnings (there should be none) and its metafile. */
+export async function bundle(outfile = path.join(root, DAEMON_BUNDLE)) {
+  const result = await build(bundleOptions(DAEMON_ENTRY, outfile))
   keepSourceLines(`${outfile}.map`)
   return { warnings: result.warnings, metafile: result.metafile }
 }
