@@ -8,6 +8,7 @@ import t, { type Test } from 'tap'
 import { Fixture } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
 import { configurePki } from '../support/pki.js'
+import { selfSignedServerCert } from '../support/tls.js'
 import { tempDirFor } from '../support/tmp.js'
 
 const PASSWORD = 'ks-Pass-8d2v'
@@ -81,28 +82,8 @@ t.test('a PKI certificate as PKCS#12, read by OpenSSL and by keytool; byte-ident
 
 t.test('a PEM bundle from KV as PKCS#12 with an empty password', async (t) => {
   const dir = await tempDirFor(t)
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '1',
-      '-keyout',
-      join(dir, 'k.pem'),
-      '-out',
-      join(dir, 'c.pem'),
-      '-subj',
-      '/CN=kv.example.test',
-    ],
-    { stdio: 'ignore' },
-  )
-  const bundle = openssl(['x509', '-in', join(dir, 'c.pem')]) + openssl(['pkey', '-in', join(dir, 'k.pem')])
+  const { key: keyFile, cert: certFile } = selfSignedServerCert(dir, 'kv.example.test')
+  const bundle = openssl(['x509', '-in', certFile]) + openssl(['pkey', '-in', keyFile])
   await fx.kvPut('bundle', { pem: bundle })
   const { result, files } = await fx.mount({
     params: {

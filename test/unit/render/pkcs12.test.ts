@@ -6,6 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { writePkcs12 } from '../../../src/render/pkcs12.js'
+import { selfSignedServerCert } from '../../support/tls.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 const openssl = (args: string[]): string =>
@@ -13,25 +14,9 @@ const openssl = (args: string[]): string =>
 
 t.test('OpenSSL reads the key and the chain back; the algorithms are modern; the bytes are stable', async (t) => {
   const dir = await tempDirFor(t)
-  openssl([
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-days',
-    '1',
-    '-keyout',
-    join(dir, 'k.pem'),
-    '-out',
-    join(dir, 'c.pem'),
-    '-subj',
-    '/CN=unit.example.test',
-  ])
-  const key = createPrivateKey(await readFile(join(dir, 'k.pem')))
-  const cert = new X509Certificate(await readFile(join(dir, 'c.pem')))
+  const { key: keyFile, cert: certFile } = selfSignedServerCert(dir, 'unit.example.test')
+  const key = createPrivateKey(await readFile(keyFile))
+  const cert = new X509Certificate(await readFile(certFile))
   const input = { key, chain: [cert], password: 'pw-ünicode-1', friendlyName: 'unit' }
   const p12 = writePkcs12(input)
   t.ok(writePkcs12(input).equals(p12), 'the same inputs give the same bytes')
