@@ -4,7 +4,7 @@
  *
  * Why not `--enable-source-maps`: with it Node maps every call site it is asked for, and pino asks for
  * its caller when the logger is made, so every node pays for the map and Node's mapping code from the
- * start (+10 MiB idle RSS on Node 26, bench/NOTES.md). Here the map is read when the first stack is
+ * start (measured in bench/NOTES.md). Here the map is read when the first stack is
  * logged, and most daemons never log one.
  */
 import { readFileSync } from 'node:fs'
