@@ -12,23 +12,14 @@
 import t, { type Test } from 'tap'
 import { VAULT_HEALTH_INTERVAL_MS } from '../../src/server/health-cache.js'
 import { checkIsolation, exclusiveSuite, runAttackConfirmed } from '../support/adversary.js'
-import { finishSuite, startWorld, type World } from '../support/adversary-world.js'
+import { finishSuite, startWorld } from '../support/adversary-world.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import type { GrpcMountResult } from '../support/grpc-client.js'
+import { healthPort } from '../support/provider.js'
 
 t.setTimeout(20 * 60_000)
 // One adversarial file at a time on this machine (see exclusiveSuite).
 await exclusiveSuite(t)
-
-async function opsPort(w: World): Promise<number> {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const line = (await w.daemon.provider.logLines()).find((l) => l.msg === 'serving health and metrics over HTTP')
-    if (line && typeof line.port === 'number') return line.port
-    if (Date.now() > until) throw new Error('no health/metrics port in the daemon log')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 /** One GET of the operations port, as an attack attempt's answer (its status as the code). */
 async function get(url: string): Promise<GrpcMountResult> {
@@ -51,7 +42,7 @@ t.test('the operations port under a flood', async (t) => {
     await front.proxy?.close()
   })
   const proxy = front.proxy!
-  const base = `http://127.0.0.1:${await opsPort(w)}`
+  const base = `http://127.0.0.1:${await healthPort(w.daemon.provider)}`
   const healthCalls = (): number => proxy.stats.byPath.get('GET /v1/sys/health') ?? 0
 
   await t.test('GET /health/vault, 32 at once, thousands of times', async (t: Test) => {

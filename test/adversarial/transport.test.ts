@@ -10,7 +10,8 @@
 import t, { type Test } from 'tap'
 import { checkIsolation, runAttackConfirmed, startFakeHost, exclusiveSuite } from '../support/adversary.js'
 import { HOSTILE_TOKEN, SHORT_TOKENS } from '../support/adversary-hosts.js'
-import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
+import { expectAttack, finishSuite, startWorld } from '../support/adversary-world.js'
+import { healthPort } from '../support/provider.js'
 
 t.setTimeout(20 * 60_000)
 // One adversarial file at a time on this machine (see exclusiveSuite).
@@ -33,16 +34,6 @@ const STATUS_BUCKETS = new Set([
   '5xx',
   'none',
 ])
-
-async function opsPort(w: World): Promise<number> {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const line = (await w.daemon.provider.logLines()).find((l) => l.msg === 'serving health and metrics over HTTP')
-    if (line && typeof line.port === 'number') return line.port
-    if (Date.now() > until) throw new Error('no health/metrics port in the daemon log')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 t.test('a hostile Vault the pod names', async (t) => {
   const trap = await startFakeHost()
@@ -224,7 +215,7 @@ t.test('a hostile Vault the pod names', async (t) => {
       out.answers.some((a) => a.grpcCode === 'OK' || a.grpcCode === 'Internal' || a.grpcCode === 'Unknown'),
       'no status made a Mount succeed or fail as an internal error',
     )
-    const metrics = await (await fetch(`http://127.0.0.1:${await opsPort(w)}/metrics`)).text()
+    const metrics = await (await fetch(`http://127.0.0.1:${await healthPort(w.daemon.provider)}/metrics`)).text()
     const labels = new Set([...metrics.matchAll(/status="([^"]*)"/g)].map((m) => m[1]!))
     t.same(
       [...labels].filter((l) => !STATUS_BUCKETS.has(l)),

@@ -10,18 +10,8 @@ import { createLogger } from '../../src/observability/logger.js'
 import { checkGrpcHealth, checkSocket } from '../../src/server/health.js'
 import { findLeaks } from '../support/leaks.js'
 import { freePort } from '../support/ports.js'
-import { startProvider, type ProviderProcess } from '../support/provider.js'
+import { healthPort, startProvider } from '../support/provider.js'
 import { makeTempDir } from '../support/tmp.js'
-
-async function opsPort(provider: ProviderProcess): Promise<number> {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const line = (await provider.logLines()).find((l) => l.msg === 'serving health and metrics over HTTP')
-    if (line && typeof line.port === 'number') return line.port
-    if (Date.now() > until) throw new Error(`no health/metrics port in the log:\n${await provider.logs()}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 async function get(port: number, path: string): Promise<{ status: number; body: any }> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`)
@@ -88,7 +78,7 @@ t.test('the daemon: probes on -health-addr; an unreachable Vault leaves it ready
     args: ['-health-addr=127.0.0.1:0', `-vault-addr=http://127.0.0.1:${deadPort}`],
   })
   t.teardown(() => provider.stop())
-  const port = await opsPort(provider)
+  const port = await healthPort(provider)
   t.equal((await get(port, '/health/live')).status, 200)
   const ready = await get(port, '/health/ready')
   t.equal(ready.status, 200, 'ready although Vault is unreachable')
@@ -108,7 +98,7 @@ t.test('the daemon: probes on -health-addr; an unreachable Vault leaves it ready
 t.test('a health port already in use is reported, and the socket is still served', async (t) => {
   const first = await startProvider({ args: ['-health-addr=127.0.0.1:0'] })
   t.teardown(() => first.stop())
-  const port = await opsPort(first)
+  const port = await healthPort(first)
   const second = await startProvider({ args: [`-health-addr=127.0.0.1:${port}`] })
   t.teardown(() => second.stop())
   t.equal((await checkSocket(second.socketPath)).ok, true, 'the provider API is served')

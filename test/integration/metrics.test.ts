@@ -6,7 +6,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format'
 import t from 'tap'
 import { Fixture } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
-import type { ProviderProcess } from '../support/provider.js'
+import { healthPort } from '../support/provider.js'
 
 interface Sample {
   value?: string
@@ -22,17 +22,6 @@ interface Family {
   metrics: Sample[]
 }
 
-/** The port the daemon logged for -health-addr=127.0.0.1:0. */
-async function opsPort(provider: ProviderProcess): Promise<number> {
-  const until = Date.now() + 10_000
-  for (;;) {
-    const line = (await provider.logLines()).find((l) => l.msg === 'serving health and metrics over HTTP')
-    if (line && typeof line.port === 'number') return line.port
-    if (Date.now() > until) throw new Error(`no health/metrics port in the log:\n${await provider.logs()}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
 const SECRET_VALUE = 'metrics-s3cr3t-Qz7'
 const POD_NAME = 'metrics-pod-7f9c'
 const OBJECT_NAME = 'metrics-object-name'
@@ -42,7 +31,7 @@ t.test('metrics after successful and failed Mounts', async (t) => {
   const fx = await Fixture.start({ args: ['-health-addr=127.0.0.1:0'] })
   t.teardown(() => fx.stop())
   await fx.kvPut('metrics-only-path', { password: SECRET_VALUE })
-  const port = await opsPort(fx.provider)
+  const port = await healthPort(fx.provider)
 
   const pod = { name: POD_NAME, uid: 'b1d7c1a4-0000-4000-8000-000000000001' }
   const ok = { objects: [{ objectName: OBJECT_NAME, secretPath: SECRET_PATH, secretKey: 'password' }] }
@@ -176,7 +165,7 @@ t.test('metrics after successful and failed Mounts', async (t) => {
 t.test('an unknown path is 404, a POST is 405', async (t) => {
   const fx = await Fixture.start({ args: ['-health-addr=127.0.0.1:0'] })
   t.teardown(() => fx.stop())
-  const port = await opsPort(fx.provider)
+  const port = await healthPort(fx.provider)
   t.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404)
   t.equal((await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'POST' })).status, 405)
   t.same(findLeaks(await fx.provider.logs(), []), [], 'log-leak check')

@@ -125,3 +125,14 @@ export async function startProvider(opts: StartProviderOptions = {}): Promise<Pr
     exited,
   }
 }
+
+/** The port a provider started with `-health-addr=127.0.0.1:0` logged for its health and metrics. */
+export async function healthPort(provider: ProviderProcess): Promise<number> {
+  const until = Date.now() + 10_000
+  for (;;) {
+    const line = (await provider.logLines()).find((l) => l.msg === 'serving health and metrics over HTTP')
+    if (line && typeof line.port === 'number') return line.port
+    if (Date.now() > until) throw new Error(`no health/metrics port in the log:\n${await provider.logs()}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
