@@ -4,8 +4,8 @@
 // daemon and a real OpenBao holding the large secrets, while a victim pod mounts.
 import t, { type Test } from 'tap'
 import { exclusiveSuite } from '../support/adversary.js'
-import { expectAttack, finishSuite, ROLE, startWorld } from '../support/adversary-world.js'
-import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
+import { expectAttack, finishSuite, startWorld } from '../support/adversary-world.js'
+import { allowDefaultApp } from '../support/fixture.js'
 import { startOpenBao } from '../support/openbao.js'
 
 t.setTimeout(20 * 60_000)
@@ -21,14 +21,7 @@ t.test('Mount budgets', async (t) => {
   // OpenBao CPU, and the victim's reads must measure the provider, not a Vault both share.
   const bigVault = await startOpenBao()
   t.teardown(() => bigVault.stop())
-  await configureJwtAuth(bigVault, 'jwt')
-  await bigVault.writePolicy('app-read', 'path "secret/*" { capabilities = ["read"] }')
-  await createJwtRole(bigVault, 'jwt', ROLE, {
-    policies: ['app-read'],
-    boundAudiences: ['vault'],
-    boundSubject: 'system:serviceaccount:default:app',
-    ttl: '1h',
-  })
+  await allowDefaultApp(bigVault)
   const big = await bigVault.api('POST', '/v1/secret/data/three-megs', {
     data: { a: 'a'.repeat(3 * 1024 * 1024), b: 'b'.repeat(3 * 1024 * 1024) },
   })

@@ -8,8 +8,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
-import { Fixture, DEFAULT_POLICY, JWT_MOUNT } from '../support/fixture.js'
-import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
+import { allowDefaultApp, Fixture, JWT_MOUNT } from '../support/fixture.js'
+import { signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao } from '../support/openbao.js'
 import { checkSocket } from '../../src/server/health.js'
@@ -223,14 +223,7 @@ t.test('mount through the socket and in-process print the same files', async (t)
 t.test('doctor: healthy (all pass), wrong role, wrong CA, sealed', async (t) => {
   const bao = await startOpenBao({ tls: true })
   t.teardown(() => bao.stop())
-  await configureJwtAuth(bao, JWT_MOUNT)
-  await bao.writePolicy(DEFAULT_POLICY, 'path "secret/*" { capabilities = ["read"] }')
-  await createJwtRole(bao, JWT_MOUNT, 'app', {
-    policies: [DEFAULT_POLICY],
-    boundAudiences: ['vault'],
-    boundSubject: 'system:serviceaccount:default:app',
-    ttl: '1h',
-  })
+  await allowDefaultApp(bao)
   const provider = await startProvider()
   t.teardown(() => provider.stop())
   const dir = await makeTempDir('vcp-doctor-')

@@ -11,8 +11,7 @@ import { randomUUID } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { driverVersion, type DriverMountResult } from '../support/driver-client.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT, type PodSpec } from '../support/fixture.js'
-import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
+import { allowDefaultApp, Fixture, type PodSpec } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao, type OpenBao } from '../support/openbao.js'
 import { startProvider, type ProviderProcess } from '../support/provider.js'
@@ -31,14 +30,7 @@ const SECRET = `pw-${randomUUID()}`
 const params = { objects: [{ objectName: 'pw', secretPath: 'secret/data/app', secretKey: 'password' }] }
 
 async function configure(bao: OpenBao): Promise<void> {
-  await configureJwtAuth(bao, JWT_MOUNT)
-  await bao.writePolicy(DEFAULT_POLICY, 'path "secret/*" { capabilities = ["read"] }')
-  await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
-    policies: [DEFAULT_POLICY],
-    boundAudiences: ['vault'],
-    boundSubject: 'system:serviceaccount:default:app',
-    ttl: '1h',
-  })
+  await allowDefaultApp(bao)
   const res = await bao.api('POST', '/v1/secret/data/app', { data: { password: SECRET } })
   if (res.status !== 200) throw new Error(`kv put: ${res.status}`)
 }

@@ -14,8 +14,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
 import { readSecretProviderClass } from '../../src/cli/spc.js'
-import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
-import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
+import { allowDefaultApp, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao } from '../support/openbao.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
@@ -299,14 +298,7 @@ function lint(args: string[]): Promise<{ code: number; json: LintJson; stderr: s
 
 t.test('lint refuses every SecretProviderClass the Mount refuses, with the Mount’s message', async (t) => {
   const bao = await startOpenBao()
-  await configureJwtAuth(bao, JWT_MOUNT)
-  await bao.writePolicy(DEFAULT_POLICY, 'path "secret/*" { capabilities = ["read"] }')
-  await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
-    policies: [DEFAULT_POLICY],
-    boundAudiences: ['vault'],
-    boundSubject: 'system:serviceaccount:default:app',
-    ttl: '1h',
-  })
+  await allowDefaultApp(bao)
   // The daemon's flags, and lint told the same ones.
   const daemonFlags = [`-vault-addr=${bao.addr}`, `-vault-addr-allowlist=${bao.addr}`]
   const fixture = Fixture.attach(bao, await startProvider({ args: daemonFlags }))

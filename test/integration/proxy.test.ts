@@ -9,8 +9,7 @@ import { execFile } from 'node:child_process'
 import { lookup } from 'node:dns/promises'
 import { hostname } from 'node:os'
 import t, { type Test } from 'tap'
-import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
-import { configureJwtAuth, createJwtRole } from '../support/jwt.js'
+import { allowDefaultApp, Fixture } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
 import { startOpenBao, type OpenBao } from '../support/openbao.js'
 import { freePort } from '../support/ports.js'
@@ -34,14 +33,7 @@ async function loopbackName(): Promise<string | undefined> {
 
 async function seededBao(tls: boolean): Promise<OpenBao> {
   const bao = await startOpenBao({ tls })
-  await configureJwtAuth(bao, JWT_MOUNT)
-  await bao.writePolicy(DEFAULT_POLICY, 'path "secret/*" { capabilities = ["read"] }')
-  await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
-    policies: [DEFAULT_POLICY],
-    boundAudiences: ['vault'],
-    boundSubject: 'system:serviceaccount:default:app',
-    ttl: '1h',
-  })
+  await allowDefaultApp(bao)
   const put = await bao.api('POST', '/v1/secret/data/proxied', { data: { value: SECRET } })
   if (put.status !== 200) throw new Error(`kv put: ${put.status}`)
   return bao

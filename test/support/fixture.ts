@@ -12,6 +12,21 @@ export const JWT_MOUNT = 'jwt'
 export const DEFAULT_ROLE = 'app'
 export const DEFAULT_POLICY = 'app-read'
 
+/** `jwt` auth at `jwt/` and the role `app` for the service account default/app (audience `vault`), with `policy`. */
+export async function allowDefaultApp(
+  bao: OpenBao,
+  policy = 'path "secret/*" { capabilities = ["read"] }',
+): Promise<void> {
+  await configureJwtAuth(bao, JWT_MOUNT)
+  await bao.writePolicy(DEFAULT_POLICY, policy)
+  await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
+    policies: [DEFAULT_POLICY],
+    boundAudiences: ['vault'],
+    boundSubject: 'system:serviceaccount:default:app',
+    ttl: '1h',
+  })
+}
+
 export interface PodSpec {
   namespace?: string
   name?: string
@@ -59,17 +74,7 @@ export class Fixture {
   /** OpenBao with jwt auth at `jwt/`, a role `app` reading `secret/*`, and a provider. */
   static async start(providerOpts: StartProviderOptions = {}): Promise<Fixture> {
     const bao = await startOpenBao()
-    await configureJwtAuth(bao, JWT_MOUNT)
-    await bao.writePolicy(
-      DEFAULT_POLICY,
-      'path "secret/*" { capabilities = ["read"] }\npath "kv1/*" { capabilities = ["read"] }',
-    )
-    await createJwtRole(bao, JWT_MOUNT, DEFAULT_ROLE, {
-      policies: [DEFAULT_POLICY],
-      boundAudiences: ['vault'],
-      boundSubject: 'system:serviceaccount:default:app',
-      ttl: '1h',
-    })
+    await allowDefaultApp(bao, 'path "secret/*" { capabilities = ["read"] }\npath "kv1/*" { capabilities = ["read"] }')
     const provider = await startProvider({
       ...providerOpts,
       args: [`-vault-addr=${bao.addr}`, ...(providerOpts.args ?? [])],
