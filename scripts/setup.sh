@@ -41,6 +41,17 @@ mkdir -p "$BIN"
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 log() { printf '[setup] %s\n' "$*" >&2; }
+# apt_install WHAT PACKAGE: installs one Debian package for step WHAT (needs root).
+apt_install() {
+  log "$1: missing; installing Debian's $2"
+  if [[ "$(id -u)" != "0" ]]; then
+    log "$1: need root for apt-get (or install the '$2' package yourself)"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "$2" >/dev/null
+}
 
 TOTAL_START="$(now)"
 
@@ -123,14 +134,7 @@ step_postgres() {
   start="$(now)"
   dir="$(find_initdb)"
   if [[ -z "$dir" ]]; then
-    log "postgres: server binaries missing; installing Debian's postgresql"
-    if [[ "$(id -u)" != "0" ]]; then
-      log "postgres: need root for apt-get (or install the 'postgresql' package yourself)"
-      exit 1
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+    apt_install postgres postgresql
     dir="$(find_initdb)"
     if [[ -z "$dir" ]]; then
       log "postgres: still no initdb under /usr/lib/postgresql/*/bin after install"
@@ -150,14 +154,8 @@ step_tinyproxy() {
   local start
   start="$(now)"
   if ! command -v tinyproxy >/dev/null 2>&1; then
-    log "tinyproxy: missing; installing Debian's tinyproxy-bin (the binary, without the service)"
-    if [[ "$(id -u)" != "0" ]]; then
-      log "tinyproxy: need root for apt-get (or install the 'tinyproxy-bin' package yourself)"
-      exit 1
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends tinyproxy-bin >/dev/null
+    # tinyproxy-bin: the binary, without the service.
+    apt_install tinyproxy tinyproxy-bin
   fi
   log "tinyproxy: $(tinyproxy -v 2>&1 | head -n1) ($(elapsed "$start"))"
 }
@@ -168,14 +166,7 @@ step_keytool() {
   local start
   start="$(now)"
   if ! command -v keytool >/dev/null 2>&1; then
-    log "keytool: missing; installing Debian's default-jre-headless"
-    if [[ "$(id -u)" != "0" ]]; then
-      log "keytool: need root for apt-get (or install a JRE yourself)"
-      exit 1
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends default-jre-headless >/dev/null
+    apt_install keytool default-jre-headless
   fi
   log "keytool: $(command -v keytool) ($(elapsed "$start"))"
 }
