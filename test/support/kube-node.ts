@@ -218,16 +218,7 @@ export async function startNode(cluster: KubeCluster, name: string, o: StartNode
       if (r.ok) published.delete(r.targetPath)
       return r
     },
-    async driverMetrics() {
-      const text = await (await fetch(node.driverMetricsUrl)).text()
-      const out = new Map<string, number>()
-      for (const line of text.split('\n')) {
-        if (line.startsWith('#') || line.trim() === '') continue
-        const i = line.lastIndexOf(' ')
-        out.set(line.slice(0, i), Number(line.slice(i + 1)))
-      }
-      return out
-    },
+    driverMetrics: () => scrapeMetrics(node.driverMetricsUrl),
     async stopDriver() {
       await stopChild(driver)
     },
@@ -247,6 +238,18 @@ export async function startNode(cluster: KubeCluster, name: string, o: StartNode
 }
 
 /** Sum of a metric over all its label sets, e.g. metricSum(m, 'rotation_reconcile_error_total'). */
+/** A Prometheus text page as sample (name with its labels) → value. */
+export async function scrapeMetrics(url: string): Promise<Map<string, number>> {
+  const text = await (await fetch(url)).text()
+  const out = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue
+    const i = line.lastIndexOf(' ')
+    out.set(line.slice(0, i), Number(line.slice(i + 1)))
+  }
+  return out
+}
+
 export function metricSum(metrics: Map<string, number>, name: string): number {
   let sum = 0
   for (const [k, v] of metrics) if (k === name || k.startsWith(`${name}{`)) sum += v

@@ -19,7 +19,7 @@ import { chmod, mkdir, readFile, readdir, rm, rmdir, unlink, writeFile } from 'n
 import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { spawnLogged, stopChild, waitUntil, type KubeCluster } from './kube-cluster.js'
-import { driverKubeconfig, metricSum, mountsUnder } from './kube-node.js'
+import { driverKubeconfig, metricSum, mountsUnder, scrapeMetrics } from './kube-node.js'
 import { dockerStages, parseDockerfile, run, type RunResult } from './manifests.js'
 import { freePort } from './ports.js'
 
@@ -457,16 +457,7 @@ export async function startRealNode(cluster: KubeCluster, dir: string, o: RealNo
         .map((l) => l.split(' ').slice(3).join(' '))
         .join('\n')
     },
-    async driverMetrics() {
-      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
-      const out = new Map<string, number>()
-      for (const line of text.split('\n')) {
-        if (line.startsWith('#') || line.trim() === '') continue
-        const i = line.lastIndexOf(' ')
-        out.set(line.slice(0, i), Number(line.slice(i + 1)))
-      }
-      return out
-    },
+    driverMetrics: () => scrapeMetrics(`http://127.0.0.1:${metricsPort}/metrics`),
     podMounts: (podUid) => mountsUnder(join(kubeletRoot, 'pods', podUid)),
     stop,
   }
