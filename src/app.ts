@@ -29,7 +29,7 @@ import { AddressAllowlist } from './vault/transport/address-allowlist.js'
 import { BreakerRegistry, probeHealth, probeOutcome } from './vault/resilience/breaker.js'
 import { probeVaultHealth } from './vault/resilience/health-probe.js'
 import { SessionPool } from './vault/sessions/pool.js'
-import { TransportRegistry, type TransportSource } from './vault/transport/transport.js'
+import { TransportRegistry, type TransportSource } from './vault/transport/registry.js'
 import { anyProxy, describeProxySettings, readProxySettings, type ProxySettings } from './vault/transport/proxy.js'
 
 export interface Provider {
@@ -259,7 +259,7 @@ export async function buildMountService(
     async (address, timeoutMs) =>
       address === config.vault.address
         ? probeOutcome(await probeVaultHealth(await transports.get(providerConnection(config)), timeoutMs))
-        : probeHealth(address, timeoutMs, proxy),
+        : probeHealth(address, timeoutMs, { proxy, allowlist }),
     logger,
   )
   const { pool, mountService } = wireMountService(config, {

@@ -17,7 +17,8 @@ import { createLogger } from '../../src/observability/logger.js'
 import type { MountSpec, SecretObject } from '../../src/request/types.js'
 import { Deadline } from '../../src/util/deadline.js'
 import { SessionPool } from '../../src/vault/sessions/pool.js'
-import { TransportRegistry, defaultTransportOptions } from '../../src/vault/transport/transport.js'
+import { TransportRegistry } from '../../src/vault/transport/registry.js'
+import { defaultTransportOptions } from '../../src/vault/transport/transport.js'
 import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
 import { createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
@@ -28,7 +29,9 @@ import { configurePostgresSecretsEngine, startPostgres } from '../support/postgr
 /** The provider's Vault layer in this process, on a manual clock, talking to the fixture's OpenBao. */
 function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
   const time = new ManualTime(Date.now())
-  const transports = new TransportRegistry(defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES))
+  const transports = new TransportRegistry(
+    defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, { allows: () => true }),
+  )
   const pool = new SessionPool({
     maxSessions: 100,
     scope: 'pod',

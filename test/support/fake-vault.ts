@@ -4,7 +4,8 @@
 import type { Logger } from '../../src/observability/logger.js'
 import { VaultCallAborted, VaultHttpError } from '../../src/vault/transport/call-errors.js'
 import type { SessionPoolOptions } from '../../src/vault/sessions/pool.js'
-import type { TransportSource, VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport/transport.js'
+import type { TransportSource } from '../../src/vault/transport/registry.js'
+import type { VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport/transport.js'
 
 /**
  * SessionPool options for unit tests on fake Vaults: pod scope, nothing kept past a Mount, no idle

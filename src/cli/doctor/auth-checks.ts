@@ -7,11 +7,18 @@ import { VaultHttpError } from '../../vault/transport/call-errors.js'
 import { defaultTransportOptions, MAX_TOKEN_ANSWER_BYTES, VaultTransport } from '../../vault/transport/transport.js'
 import { createVaultClient, type VaultClient } from '../../vault/vault-client.js'
 import type { ProxySettings } from '../../vault/transport/proxy.js'
+import type { TransportOptions } from '../../vault/transport/tls-files.js'
+
+type Allowlist = TransportOptions['allowlist']
 import type { CheckResult } from './check.js'
 
-/** A Vault transport with the provider's default limits and egress proxy, for one doctor check. */
-function doctorTransport(conn: VaultConnection, proxy: ProxySettings | undefined): Promise<VaultTransport> {
-  return VaultTransport.create(conn, { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), proxy })
+/** A Vault transport with the provider's default limits, egress proxy and allow-list, for one doctor check. */
+function doctorTransport(
+  conn: VaultConnection,
+  proxy: ProxySettings | undefined,
+  allowlist: Allowlist,
+): Promise<VaultTransport> {
+  return VaultTransport.create(conn, { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, allowlist), proxy })
 }
 
 interface LoginProbe {
@@ -32,10 +39,11 @@ async function tryLogin(
   role: string,
   jwt: string,
   proxy: ProxySettings | undefined,
+  allowlist: Allowlist,
 ): Promise<LoginProbe> {
   let transport: VaultTransport
   try {
-    transport = await doctorTransport(conn, proxy)
+    transport = await doctorTransport(conn, proxy, allowlist)
   } catch (err) {
     return { errors: [], detail: err instanceof Error ? err.message : String(err) }
   }
@@ -70,7 +78,8 @@ export async function authChecks(
   mount: string,
   role: string | undefined,
   jwt: string | undefined,
-  proxy?: ProxySettings,
+  proxy: ProxySettings | undefined,
+  allowlist: Allowlist,
 ): Promise<CheckResult[]> {
   if (!role) {
     return [
@@ -85,7 +94,7 @@ export async function authChecks(
   }
   // Without the pod's token, a login with a deliberately invalid JWT still tells an
   // unknown mount (403), an unknown role ("role … not found") and a known role (token rejected) apart.
-  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt', proxy)
+  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt', proxy, allowlist)
   const errors = probe.errors.join('; ')
   const out: CheckResult[] = []
   if (probe.status === undefined) {

@@ -121,7 +121,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const audience = settings.audience
     if ('settings' in proxy) results.push(proxyCheck(conn.address, proxy.settings))
     const proxySettings = 'settings' in proxy ? proxy.settings : undefined
-    const health = await probeVaultOnce(conn, 5_000, proxySettings)
+    const health = await probeVaultOnce(conn, 5_000, proxySettings, allowlist)
     results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
     if (health.reachable) {
       let jwt: string | undefined
@@ -139,7 +139,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
         await confirmMinting(plan, { yes: opts.yes === true, allowlist, input: process.stdin, output: process.stderr })
         jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)
       }
-      results.push(...(await authChecks(conn, authMount, role, jwt, proxySettings)))
+      results.push(...(await authChecks(conn, authMount, role, jwt, proxySettings, allowlist)))
     } else {
       results.push({
         id: 'auth.mount',

@@ -3,6 +3,7 @@ import type { VaultConnection } from '../../request/types.js'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
 import type { ProxySettings } from '../../vault/transport/proxy.js'
+import type { TransportOptions } from '../../vault/transport/tls-files.js'
 import { defaultTransportOptions, VaultTransport } from '../../vault/transport/transport.js'
 import { isTlsErrorCode, tlsFix } from '../../vault/transport/call-errors.js'
 import { isProxyFailureCode } from '../../vault/transport/proxy-connection.js'
@@ -145,14 +146,15 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
  */
 export async function probeVaultOnce(
   conn: VaultConnection,
-  timeoutMs = 5000,
-  proxy?: ProxySettings,
+  timeoutMs: number,
+  proxy: ProxySettings | undefined,
+  allowlist: TransportOptions['allowlist'],
 ): Promise<VaultHealth> {
   const started = Date.now()
   let transport: VaultTransport
   try {
     transport = await VaultTransport.create(conn, {
-      ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES),
+      ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, allowlist),
       proxy,
     })
   } catch (err) {

@@ -25,7 +25,7 @@ import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.j
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
 import type { ProxySettings } from '../transport/proxy.js'
-import { defaultTransportOptions, VaultTransport } from '../transport/transport.js'
+import { defaultTransportOptions, VaultTransport, type TransportOptions } from '../transport/transport.js'
 
 export interface BreakerOptions {
   /** Time between probes while open, and the least time between two probes of an address. */
@@ -86,8 +86,8 @@ export class BreakerRegistry {
 
   /** `time` is injected by tests: the clock and the timers probes are scheduled with. */
   constructor(
-    opts: Partial<BreakerOptions> = {},
-    probe: Prober = probeHealth,
+    opts: Partial<BreakerOptions>,
+    probe: Prober,
     logger?: Logger,
     time: { clock?: Clock; timers?: Timers } = {},
   ) {
@@ -226,16 +226,21 @@ export class BreakerRegistry {
 }
 
 /**
- * The default prober: the one health probe (health-probe.ts) over a
- * transport built for the occasion. The composition root passes a prober on
- * the shared transports instead, so that probes are reported like any call.
+ * The prober of an address other than -vault-addr: the one health probe (health-probe.ts) over a
+ * transport built for the occasion, with the provider's own settings (no Mount's TLS), the egress
+ * proxy and the allow-list the composition root hands it. -vault-addr is probed on the shared
+ * transports instead, so that its probes are reported like any call.
  */
-export async function probeHealth(address: string, timeoutMs: number, proxy?: ProxySettings): Promise<ProbeOutcome> {
+export async function probeHealth(
+  address: string,
+  timeoutMs: number,
+  reach: { proxy: ProxySettings | undefined; allowlist: TransportOptions['allowlist'] },
+): Promise<ProbeOutcome> {
   let transport: VaultTransport
   try {
     transport = await VaultTransport.create(
       { address, tls: { skipVerify: false } },
-      { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), proxy },
+      { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, reach.allowlist), proxy: reach.proxy },
     )
   } catch {
     // Unreadable TLS files: a configuration problem, not an outage.

@@ -8,7 +8,7 @@
  * policy-equivalent). A token is only ever used for the identity that
  * obtained it.
  */
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES, type IdentityScopeName } from '../../config/config.js'
+import type { IdentityScopeName } from '../../config/config.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
 import type { Clock } from '../../util/deadline.js'
@@ -19,15 +19,8 @@ import type { RetryPolicy, Sleep } from '../resilience/retry.js'
 import type { ExportedSession, ImportedEntries } from './exported.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
 import { VaultSession, type VaultIdentity } from './session.js'
-import {
-  connectionKey,
-  DEFAULT_TRANSPORT_OPTIONS,
-  TransportRegistry,
-  callThrough,
-  type TransportOptions,
-  type TransportSource,
-  type VaultCaller,
-} from '../transport/transport.js'
+import { callThrough, connectionKey, type TransportSource } from '../transport/registry.js'
+import type { VaultCaller } from '../transport/transport.js'
 
 /** Idle sessions revoked at once by a sweep. */
 export const REVOKE_CONCURRENCY = 8
@@ -46,12 +39,8 @@ export interface SessionPoolOptions {
   logger: Logger
   /** Told about cache reuse; the transports report every HTTP call. */
   observer?: VaultObserver
-  /** The transports (shared with the breaker's probes); built from the three options below when absent. */
-  transports?: TransportSource
-  /** -max-tls-file-size, -tls-file-dirs, the operator's TLS files and the allow-list's connect check. */
-  transport?: TransportOptions
-  /** -max-vault-response-size */
-  maxVaultResponseBytes?: number
+  /** The transports (shared with the breaker's probes), built by the composition root. */
+  transports: TransportSource
   /** The breaker layer around every Vault call of every session. */
   breakers?: BreakerRegistry
   /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
@@ -77,7 +66,6 @@ export class SessionPool {
   private readonly opts: SessionPoolOptions
   private readonly sessions: FairCache<VaultSession> | undefined
   private readonly transports: TransportSource
-  private readonly ownTransports: TransportRegistry | undefined
   private sweeper: NodeJS.Timeout | undefined
   /**
    * One bounded store for what every identity has read: the memory bound is global. Built with the
@@ -93,16 +81,7 @@ export class SessionPool {
   constructor(opts: SessionPoolOptions) {
     this.opts = opts
     this.clock = opts.clock ?? Date.now
-    if (opts.transports) {
-      this.transports = opts.transports
-    } else {
-      this.ownTransports = new TransportRegistry({
-        ...(opts.transport ?? DEFAULT_TRANSPORT_OPTIONS),
-        maxResponseBytes: opts.maxVaultResponseBytes ?? DEFAULT_MAX_VAULT_RESPONSE_BYTES,
-        observer: opts.observer,
-      })
-      this.transports = this.ownTransports
-    }
+    this.transports = opts.transports
     // Evicted for room, a session is only forgotten: its pods may still use its leases. When full, the
     // namespace holding the most sessions gives one up (util/fair-cache.ts).
     this.sessions =
@@ -238,6 +217,5 @@ export class SessionPool {
     if (this.sweeper) clearInterval(this.sweeper)
     this.sessions?.clear()
     this.secretStore?.clear()
-    this.ownTransports?.close()
   }
 }

@@ -8,7 +8,7 @@
  * the allow-list refuses) are not here: they are ProviderErrors of the
  * catalogue from the start, because their texts are final.
  */
-import { cutForScrub, scrub } from '../../errors.js'
+import { ProviderError, cutForScrub, scrub } from '../../errors.js'
 
 export const MAX_VAULT_ERROR_CHARS = 500
 /** Vault's errors[] can echo pod input (a 200 KB roleName): at most this many entries are read... */
@@ -113,6 +113,49 @@ export class VaultCallAborted extends VaultCallError {
   constructor() {
     super('the caller gave up before Vault answered')
   }
+}
+
+const KIND_OF_CODE: Readonly<Record<string, ConnectionFailureKind>> = {
+  ECONNREFUSED: 'refused',
+  // A unix socket that is not there (the Vault Agent is not running).
+  ENOENT: 'refused',
+  ECONNRESET: 'reset',
+  EPIPE: 'reset',
+  ETIMEDOUT: 'timeout',
+  UND_ERR_CONNECT_TIMEOUT: 'timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'timeout',
+  UND_ERR_BODY_TIMEOUT: 'timeout',
+  ENOTFOUND: 'dns',
+  EAI_AGAIN: 'dns',
+  EHOSTUNREACH: 'unreachable',
+  ENETUNREACH: 'unreachable',
+  ENETDOWN: 'unreachable',
+}
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/**
+ * A failed call's error as this vocabulary: a socket, TLS or undici failure becomes a typed
+ * connection error (`answering`: the headers had come); refusals of the catalogue and errors
+ * already typed stay as they are.
+ */
+export function typedFailure(err: unknown, answering: boolean): Error {
+  if (err instanceof VaultCallError || err instanceof ProviderError) return err
+  let code = codeOf(err)
+  // undici reports a closed socket as UND_ERR_SOCKET, with the system error (if any) as its cause.
+  if (code === 'UND_ERR_SOCKET') code = codeOf((err as { cause?: unknown }).cause) ?? 'ECONNRESET'
+  if (code === undefined) return new VaultConnectionError('other', 'error', 'the connection failed')
+  if (isTlsErrorCode(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_')) {
+    return new VaultConnectionError('tls', code, `TLS failed (${code})`)
+  }
+  const kind = KIND_OF_CODE[code] ?? 'other'
+  if (answering && (kind === 'reset' || kind === 'other')) {
+    return new VaultConnectionError('truncated', code, `the answer was cut short (${code})`)
+  }
+  return new VaultConnectionError(kind, code, `connection failed (${code})`)
 }
 
 export function statusOf(err: unknown): number | undefined {

@@ -7,7 +7,7 @@
 import { constants as fsConstants } from 'node:fs'
 import { open, opendir, realpath, stat } from 'node:fs/promises'
 import path from 'node:path'
-import { DEFAULT_MAX_TLS_FILE_BYTES, type VaultTlsConfig } from '../../config/config.js'
+import type { VaultTlsConfig } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
 import type { VaultConnection } from '../../request/types.js'
 import type { AddressAllowlist } from './address-allowlist.js'
@@ -20,13 +20,8 @@ export interface TransportOptions {
   tlsFileDirs: readonly string[]
   /** The operator's -vault-tls-* files: read with the size cap, but not restricted to tlsFileDirs. */
   operatorTls?: VaultTlsConfig
-  /** Checked on every new connection: the address the transport was built for must be allowed. */
-  allowlist?: Pick<AddressAllowlist, 'allows'>
-}
-
-export const DEFAULT_TRANSPORT_OPTIONS: TransportOptions = {
-  maxTlsFileBytes: DEFAULT_MAX_TLS_FILE_BYTES,
-  tlsFileDirs: [],
+  /** Checked on every new connection (connection-guard.ts): the address the transport was built for must be allowed. */
+  allowlist: Pick<AddressAllowlist, 'allows'>
 }
 
 /** A CA directory contributes at most this many entries (sorted by name among the first ones listed). */

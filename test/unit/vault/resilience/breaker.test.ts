@@ -155,10 +155,16 @@ t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t
     return new Promise<void>((r) => server.close(() => r()))
   })
   const port = (server.address() as { port: number }).port
-  const tlsMismatch = await probeHealth(`https://127.0.0.1:${port}`, 2000)
+  const tlsMismatch = await probeHealth(`https://127.0.0.1:${port}`, 2000, {
+    proxy: undefined,
+    allowlist: { allows: () => true },
+  })
   t.same(tlsMismatch, { healthy: true }, 'reachable: the problem is configuration')
-  const plain = await probeHealth(`http://127.0.0.1:${port}`, 2000)
+  const plain = await probeHealth(`http://127.0.0.1:${port}`, 2000, {
+    proxy: undefined,
+    allowlist: { allows: () => true },
+  })
   t.same(plain, { healthy: true }, 'sys/health answered 200')
-  const nothing = await probeHealth('http://127.0.0.1:1', 2000)
+  const nothing = await probeHealth('http://127.0.0.1:1', 2000, { proxy: undefined, allowlist: { allows: () => true } })
   t.match(nothing, { healthy: false, sealed: false, cause: /connection failed \(ECONNREFUSED\)/ })
 })

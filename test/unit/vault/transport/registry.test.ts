@@ -6,15 +6,19 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import {
-  MAX_CALLS_PER_TENANT,
   MAX_TRANSPORTS_PER_TENANT,
   TransportRegistry,
   callThrough,
   connectionKey,
-  type VaultTransportOptions,
-} from '../../../../src/vault/transport/transport.js'
+} from '../../../../src/vault/transport/registry.js'
+import { MAX_CALLS_PER_TENANT, type VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
 
-const opts: VaultTransportOptions = { maxTlsFileBytes: 16 * 1024, tlsFileDirs: [], maxResponseBytes: 1024 * 1024 }
+const opts: VaultTransportOptions = {
+  maxTlsFileBytes: 16 * 1024,
+  tlsFileDirs: [],
+  maxResponseBytes: 1024 * 1024,
+  allowlist: { allows: () => true },
+}
 
 async function okServer(t: Test): Promise<string> {
   const server = http.createServer((_req, res) => res.end('{"data":{}}'))

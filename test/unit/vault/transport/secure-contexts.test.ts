@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { ProviderError } from '../../../../src/errors.js'
 import { SecureContexts } from '../../../../src/vault/transport/secure-contexts.js'
-import { TransportRegistry, callThrough } from '../../../../src/vault/transport/transport.js'
+import { TransportRegistry, callThrough } from '../../../../src/vault/transport/registry.js'
 import { makeTestPki } from '../../../support/adversary.js'
 import { tempDirFor } from '../../../support/tmp.js'
 
@@ -68,7 +68,12 @@ t.test('pools of CA copies at different paths share a context and still verify t
     return new Promise<void>((r) => server.close(() => r()))
   })
   const address = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const registry = new TransportRegistry({ maxTlsFileBytes: 64 * 1024, tlsFileDirs: [], maxResponseBytes: 1 << 20 })
+  const registry = new TransportRegistry({
+    maxTlsFileBytes: 64 * 1024,
+    tlsFileDirs: [],
+    maxResponseBytes: 1 << 20,
+    allowlist: { allows: () => true },
+  })
   t.teardown(() => registry.close())
   for (let i = 0; i < 3; i++) {
     const caCertPath = join(dir, `ca-${i}.pem`)

@@ -10,9 +10,9 @@ import { VaultConnectionError } from '../../../../src/vault/transport/call-error
 import {
   MAX_CA_DIRECTORY_ENTRIES,
   VaultTransport,
-  guardedConnector,
   type VaultTransportOptions,
 } from '../../../../src/vault/transport/transport.js'
+import { guardedConnector } from '../../../../src/vault/transport/connection-guard.js'
 import { selfSignedCaPem, selfSignedServerCert } from '../../../support/tls.js'
 import { tempDirFor } from '../../../support/tmp.js'
 
@@ -21,6 +21,7 @@ const opts = (o: Partial<VaultTransportOptions> = {}): VaultTransportOptions => 
   maxTlsFileBytes: CAP,
   tlsFileDirs: [],
   maxResponseBytes: 1024 * 1024,
+  allowlist: { allows: () => true },
   ...o,
 })
 const createTransport = (c: VaultConnection, o: VaultTransportOptions): Promise<VaultTransport> =>

@@ -1,0 +1,98 @@
+/**
+ * The call's one time limit and the caller's signal: connect, a wait for a tenant slot, headers
+ * and body all count against `timeoutMs`, and when the caller gives up the call ends at once
+ * (VaultCallAborted). Either way the failure goes up once, at that moment, whatever the layers
+ * below are doing; the request below is aborted (a request not yet sent is not sent) and what it
+ * reports afterwards is not passed on.
+ */
+import type { Dispatcher } from 'undici'
+import type { CancelSignal } from '../../util/cancellation.js'
+import { VaultCallAborted, VaultConnectionError } from './call-errors.js'
+import { ForwardingHandler, endedController } from './forwarding-handler.js'
+
+export interface DeadlineOptions {
+  /** The whole call, connection to last byte. */
+  timeoutMs: number
+  /** The caller gave up: the call ends at once with VaultCallAborted. */
+  cancel?: CancelSignal
+}
+
+/** Passed down: aborted, with the call's failure as its reason, when the call ends early (tenant-slots.ts). */
+export interface CallEndedOption {
+  callEnded?: AbortSignal
+}
+
+type Controller = Dispatcher.DispatchController
+
+class DeadlineHandler extends ForwardingHandler {
+  private done = false
+  private controller: Controller | undefined
+  private readonly ended = new AbortController()
+  private readonly timer: NodeJS.Timeout
+  private readonly cancel: CancelSignal | undefined
+  private readonly onCallerGone = (): void => this.end(new VaultCallAborted())
+
+  constructor(next: Dispatcher.DispatchHandler, opts: DeadlineOptions) {
+    super(next)
+    this.cancel = opts.cancel
+    this.timer = setTimeout(
+      () => this.end(new VaultConnectionError('timeout', 'ETIMEDOUT', `no answer within ${opts.timeoutMs} ms`)),
+      Math.max(1, opts.timeoutMs),
+    )
+    this.cancel?.addAbortListener(this.onCallerGone)
+  }
+
+  get signal(): AbortSignal {
+    return this.ended.signal
+  }
+
+  private end(err: Error): void {
+    if (this.done) return
+    // A call still waiting below says so now, in its own words (it calls onResponseError).
+    this.ended.abort(err)
+    if (this.settle()) super.onResponseError(this.controller ?? endedController(err), err)
+    this.controller?.abort(err)
+  }
+
+  private settle(): boolean {
+    if (this.done) return false
+    this.done = true
+    clearTimeout(this.timer)
+    this.cancel?.removeAbortListener(this.onCallerGone)
+    return true
+  }
+
+  override onRequestStart(controller: Controller, context: unknown): void {
+    this.controller = controller
+    // Ended before undici got to it: it is not sent.
+    if (this.done) controller.abort(this.ended.signal.reason as Error)
+    else super.onRequestStart(controller, context)
+  }
+
+  override onResponseStart(c: Controller, status: number, headers: Record<string, unknown>, message?: string): void {
+    if (!this.done) super.onResponseStart(c, status, headers as never, message)
+  }
+
+  override onResponseData(controller: Controller, chunk: Buffer): void {
+    if (!this.done) super.onResponseData(controller, chunk)
+  }
+
+  override onResponseEnd(controller: Controller, trailers: Record<string, unknown>): void {
+    if (this.settle()) super.onResponseEnd(controller, trailers as never)
+  }
+
+  override onResponseError(controller: Controller, err: Error): void {
+    if (this.settle()) super.onResponseError(controller, err)
+  }
+}
+
+export const callDeadline: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+  const o = opts as Dispatcher.DispatchOptions & DeadlineOptions
+  if (o.cancel?.aborted) {
+    const err = new VaultCallAborted()
+    handler.onResponseError?.(endedController(err), err)
+    return true
+  }
+  const deadline = new DeadlineHandler(handler, o)
+  return dispatch({ ...opts, callEnded: deadline.signal } as Dispatcher.DispatchOptions, deadline)
+}

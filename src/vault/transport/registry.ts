@@ -1,0 +1,119 @@
+/**
+ * The transports of the process, one per connection (connectionKey), bounded; and the one way a
+ * session calls through them (callThrough).
+ */
+import type { VaultConnection } from '../../request/types.js'
+import { FairCache } from '../../util/fair-cache.js'
+import { SecureContexts } from './secure-contexts.js'
+import {
+  TransportClosed,
+  VaultTransport,
+  type VaultAnswer,
+  type VaultCall,
+  type VaultCaller,
+  type VaultTransportOptions,
+} from './transport.js'
+
+export const MAX_TRANSPORTS = 64
+/** Pools one namespace holds at most: what its pools and their connections hold in memory is bounded by this. */
+export const MAX_TRANSPORTS_PER_TENANT = 16
+/** The tenant of the provider's own calls (the breaker's probes of the default address, /health/vault). */
+export const PROVIDER_TENANT = ''
+
+/**
+ * What makes two connections different: the address, and the TLS settings only where TLS is spoken
+ * (an `http://` or `unix://` address ignores them, so they must not make another pool).
+ */
+export function connectionKey(conn: VaultConnection): string {
+  if (!conn.address.startsWith('https://')) return JSON.stringify([conn.address])
+  const t = conn.tls
+  return JSON.stringify([
+    conn.address,
+    t.caCertPath ?? '',
+    t.caDirectory ?? '',
+    t.serverName ?? '',
+    t.clientCertPath ?? '',
+    t.clientKeyPath ?? '',
+    t.skipVerify,
+  ])
+}
+
+/** Where sessions and the breaker's probes get the transport of a connection. */
+export interface TransportSource {
+  /** `tenant`: the namespace whose Mount needs it (PROVIDER_TENANT for the provider's own calls). */
+  get(conn: VaultConnection, tenant?: string): Promise<VaultCaller>
+}
+
+/**
+ * One call through the transport `source` has for `conn` now: a pool closed to make room between the
+ * lookup and the call is looked up again (its replacement is built), so a session never holds a
+ * closed pool.
+ */
+export async function callThrough(
+  source: TransportSource,
+  conn: VaultConnection,
+  tenant: string,
+  call: VaultCall,
+): Promise<VaultAnswer> {
+  const own: VaultCall = { ...call, tenant }
+  try {
+    return await (await source.get(conn, tenant)).call(own)
+  } catch (err) {
+    if (!(err instanceof TransportClosed)) throw err
+    return (await source.get(conn, tenant)).call(own)
+  }
+}
+
+/**
+ * When a new transport needs room, the tenant holding the most gives up its least recently used
+ * (util/fair-cache.ts), which finishes the calls under way and then closes; past
+ * MAX_TRANSPORTS_PER_TENANT a namespace gives up its own. A namespace that names many addresses or
+ * TLS variants pushes out only its own pools. Transports of the same TLS material share one TLS
+ * context (secure-contexts.ts).
+ */
+export class TransportRegistry implements TransportSource {
+  private readonly opts: VaultTransportOptions
+  private readonly transports: FairCache<Promise<VaultTransport>>
+  private readonly contexts = new SecureContexts()
+
+  constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS, maxPerTenant = MAX_TRANSPORTS_PER_TENANT) {
+    this.opts = opts
+    this.transports = new FairCache<Promise<VaultTransport>>({
+      maxEntries: max,
+      maxEntriesPerTenant: maxPerTenant,
+      onEvict: (p) => {
+        p.then(
+          (t) => t.retire(),
+          () => undefined,
+        )
+      },
+    })
+  }
+
+  get(conn: VaultConnection, tenant = PROVIDER_TENANT): Promise<VaultTransport> {
+    const key = connectionKey(conn)
+    let t = this.transports.get(key)
+    if (!t) {
+      t = VaultTransport.create(conn, this.opts, this.contexts)
+      // A failed set-up (unreadable CA file) must not stay cached.
+      t.catch(() => this.transports.delete(key))
+      this.transports.set(tenant, key, t)
+    }
+    return t
+  }
+
+  /** Pools held by `tenant` (for tests and metrics). */
+  heldBy(tenant: string): number {
+    return this.transports.sizeOf(tenant)
+  }
+
+  close(): void {
+    for (const [, t] of this.transports.entries()) {
+      t.then(
+        (transport) => transport.close(),
+        () => undefined,
+      )
+    }
+    this.transports.clear()
+  }
+}

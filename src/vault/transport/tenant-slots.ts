@@ -1,0 +1,99 @@
+/**
+ * Tenant fairness on one Vault address: a namespace has at most MAX_CALLS_PER_TENANT calls in
+ * flight on a transport (half its connections), so that its slow calls cannot hold every
+ * connection of the address; its further calls wait for its own to end. A waiting call leaves
+ * the queue when it ends early (call-deadline.ts), and its wait counts against its time limit.
+ */
+import type { Dispatcher } from 'undici'
+import { VaultConnectionError, isTimeout } from './call-errors.js'
+import type { CallEndedOption } from './call-deadline.js'
+import { ForwardingHandler, endedController } from './forwarding-handler.js'
+
+export const MAX_SOCKETS_PER_VAULT = 64
+/** Calls one namespace may have in flight on one transport; the rest of its calls wait their turn. */
+export const MAX_CALLS_PER_TENANT = MAX_SOCKETS_PER_VAULT / 2
+
+export interface TenantOption {
+  /** The namespace whose Mount makes the call; none: the call is not counted. */
+  tenant?: string
+}
+
+type Controller = Dispatcher.DispatchController
+
+/** Gives the call's slot back once, when its answer or failure comes up (or it ended early). */
+class SlotHandler extends ForwardingHandler {
+  private readonly release: () => void
+
+  constructor(next: Dispatcher.DispatchHandler, release: () => void) {
+    super(next)
+    this.release = release
+  }
+
+  override onResponseEnd(controller: Controller, trailers: Record<string, unknown>): void {
+    this.release()
+    super.onResponseEnd(controller, trailers as never)
+  }
+
+  override onResponseError(controller: Controller, err: Error): void {
+    this.release()
+    super.onResponseError(controller, err)
+  }
+}
+
+/** The interceptor, with the slots of one transport. */
+export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherComposeInterceptor {
+  const slots = new Map<string, { active: number; waiting: Array<() => void> }>()
+  const give = (tenant: string): void => {
+    const own = slots.get(tenant)
+    if (own === undefined) return
+    const next = own.waiting.shift()
+    if (next !== undefined) return next()
+    own.active -= 1
+    if (own.active === 0) slots.delete(tenant)
+  }
+  return (dispatch) => (opts, handler) => {
+    const { tenant, callEnded } = opts as Dispatcher.DispatchOptions & TenantOption & CallEndedOption
+    if (tenant === undefined) return dispatch(opts, handler)
+    const go = (): boolean => {
+      let given = false
+      const release = (): void => {
+        if (given) return
+        given = true
+        callEnded?.removeEventListener('abort', release)
+        give(tenant)
+      }
+      callEnded?.addEventListener('abort', release)
+      return dispatch(opts, new SlotHandler(handler, release))
+    }
+    let own = slots.get(tenant)
+    if (own === undefined) {
+      own = { active: 0, waiting: [] }
+      slots.set(tenant, own)
+    }
+    if (own.active < max) {
+      own.active += 1
+      return go()
+    }
+    const queue = own.waiting
+    const waiter = (): void => {
+      callEnded?.removeEventListener('abort', leave)
+      go()
+    }
+    const leave = (): void => {
+      const at = queue.indexOf(waiter)
+      if (at !== -1) queue.splice(at, 1)
+      const reason = callEnded?.reason as Error
+      const err = isTimeout(reason)
+        ? new VaultConnectionError(
+            'timeout',
+            'ETIMEDOUT',
+            `${reason.message} (this namespace's calls to the address were all in flight)`,
+          )
+        : reason
+      handler.onResponseError?.(endedController(err), err)
+    }
+    callEnded?.addEventListener('abort', leave, { once: true })
+    queue.push(waiter)
+    return true
+  }
+}
