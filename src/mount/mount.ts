@@ -31,9 +31,9 @@ export interface MountDeps {
   hmacKey: HmacKeySource
   logger: Logger
   /** -vault-addr-allowlist: checked before any token is obtained or sent. */
-  allowlist?: AddressAllowlist
+  allowlist: Pick<AddressAllowlist, 'check'>
   /** Fail fast while the Mount's Vault address is known to be down (the same registry the sessions report to). */
-  breakers?: BreakerRegistry
+  breakers: Pick<BreakerRegistry, 'admit'>
   /** -token-request-audiences: audiences the provider may request pod tokens for (default: "vault"). */
   tokenRequestAudiences?: readonly string[]
   /** The clock pod tokens' expiry is judged by; Date.now unless a test injects one. */
@@ -87,8 +87,8 @@ export async function runMount(
   budget?: MountBudget,
 ): Promise<MountResult> {
   // Before anything that could log in: a refused address never sees the pod's token.
-  deps.allowlist?.check(spec.vault.address)
-  deps.breakers?.admit(spec.vault)
+  deps.allowlist.check(spec.vault.address)
+  deps.breakers.admit(spec.vault)
   checkCaller(deadline, 'it started')
   // The pod's token first, checked against the attributes: nothing cached for the identity those
   // attributes name (a Vault token, a secret) serves a Mount that cannot show that identity's token.

@@ -25,6 +25,7 @@ import { findLeaks } from '../support/leaks.js'
 import { ManualTime } from '../support/manual-time.js'
 import { configurePki } from '../support/pki.js'
 import { configurePostgresSecretsEngine, startPostgres } from '../support/postgres.js'
+import { ANY_ADDRESS, NO_BREAKER } from '../support/fake-vault.js'
 
 /** The provider's Vault layer in this process, on a manual clock, talking to the fixture's OpenBao. */
 function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
@@ -42,6 +43,7 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
     autoSweep: false,
     logger: createLogger('error', new Writable({ write: (_c, _e, cb) => cb() })),
     transports,
+    breakers: NO_BREAKER,
     clock: time.clock,
     timers: time,
   })
@@ -81,7 +83,15 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
       defaultMode: 0o644,
       podTokens: new Map([['vault', { token }]]),
     }
-    const deps = { pool, kube: undefined, hmacKey: ephemeralKey(), logger: createLogger('error'), now: time.clock }
+    const deps = {
+      pool,
+      kube: undefined,
+      hmacKey: ephemeralKey(),
+      logger: createLogger('error'),
+      now: time.clock,
+      allowlist: ANY_ADDRESS,
+      breakers: NO_BREAKER,
+    }
     return runMount(spec, deps, Deadline.in(30_000, undefined, time.clock))
   }
   return { time, pool, mount }

@@ -7,6 +7,12 @@ import type { SessionPoolOptions } from '../../src/vault/sessions/pool.js'
 import type { TransportSource } from '../../src/vault/transport/registry.js'
 import type { VaultAnswer, VaultCall, VaultCaller } from '../../src/vault/transport/transport.js'
 
+/** The breaker layer where a test is not about it: no address is ever failed fast. */
+export const NO_BREAKER = { hooks: () => ({}), admit: () => undefined }
+
+/** The allow-list where a test is not about it: every address (as with no -vault-addr-allowlist). */
+export const ANY_ADDRESS = { check: () => undefined }
+
 /**
  * SessionPool options for unit tests on fake Vaults: pod scope, nothing kept past a Mount, no idle
  * revocation; `more` sets what a test is about (node-vault's loader, time, the scope…).
@@ -24,6 +30,7 @@ export function fakePoolOptions(
     idleRevokeMs: 0,
     logger,
     transports,
+    breakers: NO_BREAKER,
     ...more,
   }
 }

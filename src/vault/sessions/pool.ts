@@ -42,7 +42,7 @@ export interface SessionPoolOptions {
   /** The transports (shared with the breaker's probes), built by the composition root. */
   transports: TransportSource
   /** The breaker layer around every Vault call of every session. */
-  breakers?: BreakerRegistry
+  breakers: Pick<BreakerRegistry, 'hooks'>
   /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
   clock?: Clock
   timers?: Timers

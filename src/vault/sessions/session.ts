@@ -71,7 +71,7 @@ export interface SessionOptions extends SecretCacheOptions {
   /** Told about cache reuse (the transport itself reports every HTTP call). */
   observer?: VaultObserver
   /** The layer that fails fast while the address is down and sees every call's outcome. */
-  breakers?: BreakerRegistry
+  breakers: Pick<BreakerRegistry, 'hooks'>
   retryPolicy?: RetryPolicy
   /** The wait between retries (injected by tests). */
   sleep?: Sleep
@@ -110,7 +110,7 @@ export class VaultSession {
   private readonly expiryByGeneration = new Map<number, number>()
   private readonly cache: SecretCache
   private readonly observer: VaultObserver | undefined
-  private readonly breakers: BreakerRegistry | undefined
+  private readonly breakers: Pick<BreakerRegistry, 'hooks'>
   private readonly retryPolicy: RetryPolicy
   private readonly sleep: Sleep
   private readonly clock: Clock
@@ -150,10 +150,10 @@ export class VaultSession {
 
   /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
   private retried<T>(call: () => Promise<T>, deadline: Deadline, callName: string): Promise<T> {
-    const breaker = this.breakers?.hooks(this.identity.connection, this.identity.pod.namespace)
+    const breaker = this.breakers.hooks(this.identity.connection, this.identity.pod.namespace)
     const hooks: RetryHooks = {
-      beforeAttempt: breaker?.beforeAttempt,
-      onFailure: breaker?.onFailure,
+      beforeAttempt: breaker.beforeAttempt,
+      onFailure: breaker.onFailure,
       onRetry: (attempt, delayMs, reason) =>
         this.logger.debug({ call: callName, attempt, delayMs, reason }, 'retrying Vault call'),
     }

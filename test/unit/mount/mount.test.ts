@@ -10,7 +10,15 @@ import { createLogger } from '../../../src/observability/logger.js'
 import type { MountSpec } from '../../../src/request/types.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
-import { FakeVault, fakePoolOptions, gate, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
+import {
+  ANY_ADDRESS,
+  FakeVault,
+  NO_BREAKER,
+  fakePoolOptions,
+  gate,
+  kvAnswer,
+  loginAnswer,
+} from '../../support/fake-vault.js'
 import { signServiceAccountJwt } from '../../support/jwt.js'
 import { ManualTime } from '../../support/manual-time.js'
 
@@ -59,7 +67,7 @@ function deps(vault: FakeVault, time: ManualTime): MountDeps {
       },
     ),
   )
-  return { pool, kube: undefined, hmacKey: ephemeralKey(), logger }
+  return { pool, kube: undefined, hmacKey: ephemeralKey(), logger, allowlist: ANY_ADDRESS, breakers: NO_BREAKER }
 }
 
 t.test('every planned request is read as the pod', async (t) => {

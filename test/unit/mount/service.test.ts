@@ -5,6 +5,7 @@ import t from 'tap'
 import { MountService } from '../../../src/mount/service.js'
 import { MAX_LOGGED_STRING_CHARS, createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
+import { ANY_ADDRESS, NO_BREAKER } from '../../support/fake-vault.js'
 
 function serviceWithLog(): { service: MountService; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = []
@@ -18,6 +19,8 @@ function serviceWithLog(): { service: MountService; lines: Array<Record<string, 
     // Parsing fails before any of these is used.
     pool: undefined as never,
     kube: undefined,
+    allowlist: ANY_ADDRESS,
+    breakers: NO_BREAKER,
     hmacKey: undefined as never,
     logger: createLogger('info', sink),
     vaultDefaults: { authMount: 'kubernetes', tls: { skipVerify: false } },

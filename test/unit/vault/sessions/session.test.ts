@@ -9,7 +9,7 @@ import type { CancelSignal } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
 import type { VaultRequest } from '../../../../src/vault/paths.js'
 import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions/session.js'
-import { FakeVault, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
+import { FakeVault, NO_BREAKER, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
 import { ManualTime } from '../../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
@@ -31,6 +31,7 @@ function setup(vault: FakeVault): {
   const time = new ManualTime()
   const session = new VaultSession(identity, vault, {
     logger,
+    breakers: NO_BREAKER,
     staticFreshnessMs: 0,
     shareDynamic: false,
     clock: time.clock,
