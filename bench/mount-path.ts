@@ -6,7 +6,7 @@
 // OpenBao the figure is the provider's own work per Mount, measurable to a few per cent in seconds,
 // where the latency scenario's CPU per Mount also holds undici's and grpc-js's work and the noise of
 // a busy machine. Not a substitute for that scenario (the fake answers skip the Vault transport's
-// HTTP code, src/vault/transport.ts send()).
+// HTTP code, src/vault/transport/transport.ts and its interceptors).
 //
 //   node dist/bench/mount-path.js [--mounts N] [--node PATH]
 //
@@ -140,7 +140,7 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
     address: ADDRESS,
     call: (c) => {
       calls += 1
-      // What the transport reports of every call (src/vault/transport.ts call()).
+      // What the transport reports of every call (src/vault/transport/call-observer.ts).
       const operation = c.operation ?? operationOfCall(c.method, c.path)
       metrics.vaultCall({ operation, ok: true, status: undefined, durationMs: 0, description: `${c.method} ${c.path}` })
       return Promise.resolve(answer(c))
