@@ -30,14 +30,7 @@ import {
 } from './proxy-failures.js'
 import type { TlsConnectOptions } from './secure-contexts.js'
 
-export {
-  PROXY_CODE_PREFIX,
-  PROXY_CONNECT_TIMEOUT_MS,
-  MAX_CONNECT_ANSWER_BYTES,
-  ProxyConnectionError,
-  isProxyFailureCode,
-  type ProxyRoute,
-} from './proxy-failures.js'
+export { ProxyConnectionError, isProxyFailureCode, type ProxyRoute } from './proxy-failures.js'
 
 /**
  * Asks the proxy (through `pool`, undici's HTTP/1.1 client and parser) for a tunnel; resolves

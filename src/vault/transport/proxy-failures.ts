@@ -31,7 +31,7 @@ export interface ProxyRoute {
  * PROXY_407@…, PROXY_TIMEOUT@…), so that every text built from a code (the breaker's fail-fast message,
  * retry logs, doctor) names the proxy, and never its credentials.
  */
-export const PROXY_CODE_PREFIX = 'PROXY_'
+const PROXY_CODE_PREFIX = 'PROXY_'
 
 export function proxyCode(route: ProxyRoute, what: string | number): string {
   return `${PROXY_CODE_PREFIX}${what}@${authority(route.endpoint.hostname, route.endpoint.port)}`

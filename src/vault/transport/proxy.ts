@@ -52,7 +52,7 @@ export interface ProxySettings {
   cgi: boolean
 }
 
-export const NO_PROXY_SETTINGS: ProxySettings = { noProxy: { variable: undefined, entries: [] }, cgi: false }
+const NO_PROXY_SETTINGS: ProxySettings = { noProxy: { variable: undefined, entries: [] }, cgi: false }
 
 /** How one Vault address is reached. `reason` is for people (doctor, logs): never credentials. */
 export type ProxyDecision =

@@ -36,7 +36,7 @@ import { readTlsMaterial, type TransportOptions } from './tls-files.js'
 
 export { TransportClosed, type VaultAnswer } from './answer.js'
 export { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES } from './body-caps.js'
-export { MAX_CALLS_PER_TENANT, MAX_SOCKETS_PER_VAULT } from './tenant-slots.js'
+export { MAX_CALLS_PER_TENANT } from './tenant-slots.js'
 export { MAX_CA_DIRECTORY_ENTRIES, type TransportOptions } from './tls-files.js'
 
 /** Requests to a unix:// Vault (an Agent socket) go to this placeholder origin. */
