@@ -1,8 +1,9 @@
 /**
  * What a Vault call can fail with, as types: the one vocabulary the retry
  * policy, the breaker, the error messages and the observers read. The
- * transport (transport.ts) is the only code that turns sockets and HTTP into
- * these; nothing else looks at a library's error shape.
+ * transport (typedFailure below, answer.ts, proxy-failures.ts) is the only
+ * code that turns sockets and HTTP into these; nothing else looks at a
+ * library's error shape.
  *
  * The refusals of the transport (a redirect, a body over its cap, an address
  * the allow-list refuses) are not here: they are ProviderErrors of the
