@@ -44,6 +44,7 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  errorBodyOf,
   isTlsErrorCode,
   parseRetryAfter,
   vaultErrorsOf,
@@ -444,7 +445,10 @@ export class VaultTransport implements VaultCaller {
         const result: VaultAnswer = { status, body, date: typeof date === 'string' ? date : undefined }
         // Vault answers 200 or 204; any other status (206, 299, ...) is not an answer to use.
         if (c.anyStatus === true || status === 200 || status === 204) resolve(result)
-        else reject(new VaultHttpError(status, vaultErrorsOf(body), parseRetryAfter(answerHeaders['retry-after'])))
+        else {
+          const retryAfter = parseRetryAfter(answerHeaders['retry-after'])
+          reject(new VaultHttpError(status, vaultErrorsOf(body), retryAfter, errorBodyOf(body)))
+        }
       }
       const onCallerGone = (): void => fail(new VaultCallAborted())
       const timer = setTimeout(
