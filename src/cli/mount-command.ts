@@ -26,7 +26,7 @@ import { loadProviderClient } from '../server/proto.js'
 import { Deadline } from '../util/deadline.js'
 import { printable, printableJson } from '../util/printable.js'
 import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
-import { chosen, confirmMinting } from './minting.js'
+import { chosen, classLogin, confirmMinting, type Chosen } from './minting.js'
 import { EXIT, humanBytes, ms, octal, UsageError, withProgress, type Style } from './output.js'
 import { buildAttributes, readSecretProviderClass, readTokenFile, tokenFromKubectl } from './spc.js'
 
@@ -278,30 +278,41 @@ export async function runMountCommand(
     )
   }
   const overrides = parseParams(opts.param)
+  // --audience is the audience parameter given on the command line: the one the Mount will use.
+  if (opts.audience !== undefined) overrides.audience = opts.audience
   const namespace = chosen(opts.namespace, spc.namespace, 'default')
-  const audience = chosen(
-    opts.audience ?? overrides.audience,
-    spc.parameters.audience,
-    FLAVOURS[flavour].defaultAudience,
-  )
   if (opts.tokenFile && opts.tokenFromKubectl) throw new UsageError('use either --token-file or --token-from-kubectl')
+  const config = loadCliConfig(opts.providerFlags)
+  // Read by the Mount's parser: in-process with this command's flags as defaults, through the
+  // socket with the daemon's (its -vault-addr and -vault-namespace are not known here).
+  const defaults = opts.inProcess ? config.vault : { ...config.vault, address: undefined, namespace: undefined }
+  let login: ReturnType<typeof classLogin> | undefined
+  try {
+    login = classLogin(spc.parameters, overrides, flavour, defaults)
+  } catch (err) {
+    // Without a token to mint, a bad parameter is the Mount's to report (BAD_PARAMETER).
+    if (opts.tokenFromKubectl === true || !(err instanceof UsageError)) throw err
+  }
+  const audience =
+    login?.audience ?? chosen(overrides.audience, spc.parameters.audience, FLAVOURS[flavour].defaultAudience)
   let jwt: string | undefined
   if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
-  else if (opts.tokenFromKubectl) {
-    const config = loadCliConfig(opts.providerFlags)
-    const address = overrides.vaultAddress ?? spc.parameters.vaultAddress
-    const destination = chosen(
-      overrides.vaultAddress,
-      spc.parameters.vaultAddress,
-      opts.inProcess ? (config.vault.address ?? 'no Vault address') : "the provider's default Vault (-vault-addr)",
-    )
+  else if (opts.tokenFromKubectl && login !== undefined) {
+    const destination: Chosen = login.address ?? {
+      value: `the provider's default ${login.product} (-vault-addr)`,
+      from: 'default',
+    }
     await confirmMinting(
       {
         namespace,
         serviceAccount: opts.serviceAccount,
         audience,
         destination,
-        vaultAddress: address ?? (opts.inProcess ? config.vault.address : undefined),
+        vaultAddress: login.address?.value,
+        product: login.product,
+        role: login.role,
+        vaultNamespace: login.vaultNamespace,
+        addressOption: '--param',
       },
       {
         yes: opts.yes === true,

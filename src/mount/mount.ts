@@ -4,7 +4,7 @@
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
 import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
-import { isProviderError, ProviderError, q } from '../errors.js'
+import { ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
@@ -18,6 +18,7 @@ import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import type { BreakerRegistry } from '../vault/resilience/breaker.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
 import type { FetchOutcome, FetchSource } from '../vault/sessions/secret-cache.js'
+import { SecretNotStored } from '../vault/failure-to-error.js'
 import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
@@ -124,9 +125,10 @@ export async function runMount(
     try {
       outcome = await session.fetch(planned.request, planned.key, spec.pod.uid, getJwt, deadline, label)
     } catch (err) {
-      // Vault says the secret does not exist, and every object reading it may go without: skip them.
+      // Vault says nothing is stored at the objects' own path, and every object reading it may go
+      // without: skip them. Any other 404 (a login, a namespace, another server) fails the Mount.
       const optional = planned.objectIndexes.every((i) => spec.objects[i]!.optional === true)
-      if (optional && isProviderError(err) && err.code === 'VAULT_NOT_FOUND') return undefined
+      if (optional && err instanceof SecretNotStored) return undefined
       throw err
     }
     if (nestedDeeperThan(outcome.body, MAX_VAULT_ANSWER_DEPTH)) {

@@ -78,6 +78,30 @@ export function vaultError(err: unknown, what: string, login: boolean): Provider
   return new ProviderError(classify(failure, login), `${what}: ${answer}`)
 }
 
+/**
+ * A 404 that is Vault's own answer that nothing is stored at the path read: `{"errors":[]}` (KV v1
+ * and v2 for a secret or version that does not exist), or KV v2's envelope for a deleted or
+ * destroyed version. Not a 404 with a reason (`namespace not found`, `no handler for route`: a
+ * namespace or mount that is not there), nor one whose body is not Vault's (a proxy, an ingress,
+ * another web server at the address).
+ */
+export function saysNothingStored(err: unknown): boolean {
+  if (!(err instanceof VaultHttpError) || err.status !== 404) return false
+  const body = err.body
+  return (body.kind === 'errors' && body.entries === 0) || body.kind === 'response'
+}
+
+/**
+ * VAULT_NOT_FOUND of an object's own read, thrown only when Vault said that nothing is stored
+ * there (saysNothingStored): the one failure `optional: true` skips. Every other 404 (a login, a
+ * lease renewal, a namespace, another server) is a plain ProviderError of the same code.
+ */
+export class SecretNotStored extends ProviderError {
+  constructor(message: string) {
+    super('VAULT_NOT_FOUND', message)
+  }
+}
+
 /** How many attempts the retry layer made for a failed call (1 for anything it did not retry). */
 export function attemptsOf(err: unknown): number {
   return err instanceof VaultHttpError || err instanceof VaultConnectionError ? err.attempts : 1

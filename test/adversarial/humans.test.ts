@@ -159,7 +159,10 @@ t.test('what reaches a person', async (t) => {
     t.equal(doctor.code, 2, `doctor refuses without --yes: ${doctor.stderr.slice(0, 300)}`)
     t.match(doctor.stderr, 'kubectl will mint a token for service account kube-system/app (audience tenant-audience)')
     t.match(doctor.stderr, `and send it to ${tenantVault.url}`)
-    t.match(doctor.stderr, 'the SecretProviderClass file chose the namespace, audience, Vault address: not confirmed')
+    t.match(
+      doctor.stderr,
+      'the SecretProviderClass file chose the namespace, audience, Vault address (vaultAddress): not confirmed',
+    )
 
     const mount = await cli(['mount', spcFile, '--in-process', '--token-from-kubectl', '--service-account=app'])
     t.equal(mount.code, 2, `mount refuses without --yes: ${mount.stderr.slice(0, 300)}`)
@@ -180,7 +183,10 @@ t.test('what reaches a person', async (t) => {
       2,
       `an address outside --vault-addr-allowlist is refused, --yes or not: ${outside.stderr.slice(0, 300)}`,
     )
-    t.match(outside.stderr, `the Vault address ${tenantVault.url} is not in --vault-addr-allowlist`)
+    t.match(
+      outside.stderr,
+      `the Vault address ${tenantVault.url} (parameter "vaultAddress" of the SecretProviderClass file) is not in --vault-addr-allowlist`,
+    )
 
     t.notOk(existsSync(kubectlLog), 'the operator’s kubectl was never run (no token minted)')
     const seen = (await tenantVault.requests()).slice(seenBefore)

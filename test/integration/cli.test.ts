@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
 import { stringify } from 'yaml'
+import { startFakeHost } from '../support/adversary.js'
 import { allowDefaultApp, Fixture, JWT_MOUNT } from '../support/fixture.js'
 import { signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
@@ -328,3 +329,88 @@ t.test('doctor: healthy (all pass), wrong role, wrong CA, sealed', async (t) => 
   }
   t.same(findLeaks(await provider.logs(), []), [], 'provider log-leak check')
 })
+
+t.test(
+  'mount --token-from-kubectl on a provider: openbao file: the address the Mount uses is the one confirmed',
+  async (t) => {
+    const fx = await Fixture.start()
+    t.teardown(() => fx.stop())
+    await fx.kvPut('cli-bao', { password: SECRET })
+    // Where baoAddress points: a recorder of whatever it is sent.
+    const elsewhere = await startFakeHost()
+    t.teardown(() => elsewhere.close())
+    const dir = await makeTempDir('vcp-cli-bao-')
+    t.teardown(() => dir.cleanup())
+    const podUid = randomUUID()
+    const minted = signServiceAccountJwt({
+      namespace: 'default',
+      serviceAccount: 'app',
+      podName: 'bao-pod',
+      podUid,
+      audience: 'vault',
+      expiresInSec: 600,
+    })
+    const kubectlLog = join(dir.path, 'kubectl.log')
+    const kubectl = join(dir.path, 'kubectl')
+    await writeFile(kubectl, `#!/bin/sh\necho "$@" >> '${kubectlLog}'\necho '${minted}'\n`, { mode: 0o755 })
+    const spc = join(dir.path, 'spc.yaml')
+    await writeFile(
+      spc,
+      stringify({
+        apiVersion: 'secrets-store.csi.x-k8s.io/v1',
+        kind: 'SecretProviderClass',
+        metadata: { name: 'bao-spc' },
+        spec: {
+          provider: 'openbao',
+          parameters: {
+            baoAddress: elsewhere.url,
+            vaultAddress: fx.bao.addr,
+            roleName: 'app',
+            audience: 'vault',
+            baoAuthMountPath: JWT_MOUNT,
+            objects: stringify([{ objectName: 'pw', secretPath: 'secret/data/cli-bao', secretKey: 'password' }]),
+          },
+        },
+      }),
+    )
+    const hmacKeyFile = join(fx.provider.socketDir, 'hmac.key')
+    const base = ['mount', spc, '--in-process', `--hmac-key-file=${hmacKeyFile}`, '--token-from-kubectl']
+    const pod = [
+      '-n',
+      'default',
+      '--service-account=app',
+      '--audience=vault',
+      '--pod-name=bao-pod',
+      `--pod-uid=${podUid}`,
+    ]
+    const env = { KUBECTL: kubectl }
+
+    const refused = await cli([...base, ...pod], env)
+    t.equal(refused.code, 2, `not confirmed: ${refused.stderr}`)
+    t.match(refused.stderr, `send it to ${elsewhere.url} (parameter "baoAddress" of the SecretProviderClass file)`)
+    t.match(refused.stderr, 'the SecretProviderClass file chose the OpenBao address (baoAddress): not confirmed')
+    t.match(refused.stderr, '--param baoAddress=<address>')
+
+    const vaultParam = await cli([...base, ...pod, `--param=vaultAddress=${fx.bao.addr}`], env)
+    t.equal(vaultParam.code, 2, '--param vaultAddress does not override the baoAddress the Mount uses')
+    t.match(vaultParam.stderr, `send it to ${elsewhere.url} (parameter "baoAddress"`)
+
+    const outside = await cli([...base, ...pod, '--yes', `--vault-addr-allowlist=${fx.bao.addr}`], env)
+    t.equal(outside.code, 2)
+    t.match(
+      outside.stderr,
+      `the OpenBao address ${elsewhere.url} (parameter "baoAddress" of the SecretProviderClass file) is not in --vault-addr-allowlist`,
+    )
+    t.notOk(existsSync(kubectlLog), 'no token was minted')
+
+    const given = await cli([...base, ...pod, `--param=baoAddress=${fx.bao.addr}`, '--json'], env)
+    t.equal(given.code, 0, `--param baoAddress is the operator's: no prompt: ${given.stderr}${given.stdout}`)
+    t.same(
+      JSON.parse(given.stdout).files.map((f: { path: string }) => f.path),
+      ['pw'],
+    )
+    t.ok(existsSync(kubectlLog), 'the token was minted')
+    t.same(await elsewhere.requests(), [], 'nothing was sent where baoAddress pointed')
+    t.same(findLeaks(given.stdout + given.stderr, [SECRET, minted]), [], 'no value or token printed')
+  },
+)

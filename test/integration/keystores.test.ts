@@ -144,6 +144,23 @@ t.test('optional objects: skipped only when Vault says the secret does not exist
   })
   t.equal(shared.result.ok, false, 'a request an object needs fails, even if an optional object shares it')
   t.equal(shared.result.grpcCode, 'NotFound')
+
+  // KV v2 answers 404 with the version's metadata when it is deleted: nothing is stored there either.
+  await fx.kvPut('gone', { value: 'gone-Zr4' })
+  const del = await fx.bao.api('DELETE', '/v1/secret/data/gone')
+  t.equal(del.status, 204, 'the current version deleted')
+  const deleted = await fx.mount({ pod, params: { objects: [{ ...maybe, secretPath: 'secret/data/gone' }, present] } })
+  t.ok(deleted.result.ok, deleted.result.message)
+  t.same([...deleted.files.keys()], ['present'], 'a deleted KV v2 version is skipped')
+
+  // A login answered 404 (a namespace OpenBao does not have) is no missing secret.
+  const nowhere = await fx.mount({
+    pod,
+    params: { vaultNamespace: 'no-such-namespace', objects: [maybe, { ...maybe, objectName: 'also' }] },
+  })
+  t.equal(nowhere.result.ok, false, 'every object optional, the login answered 404: the Mount fails')
+  t.equal(nowhere.result.grpcCode, 'NotFound')
+  t.match(nowhere.result.message, /login .*namespace not found/)
 })
 
 t.test('no secret in the provider log', async (t) => {

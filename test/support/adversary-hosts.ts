@@ -19,7 +19,15 @@ export const HOSTILE_TOKEN = 'hvs.CAESIJx7Qk3mZ9vT2bW8rY4uN6pL1sD5fG0hJ3kA'
 /** Short tokens of every Vault format, which the hostile Vault echoes in an error text. */
 export const SHORT_TOKENS = ['hvs.Kq3ZbT9xW', 's.Pa55w0rdXy', 'b.ZZ9rT4kLmN', 'r.A1b2C3d4E5']
 
-export type HostKind = 'record' | 'hostile-vault'
+export type HostKind = 'record' | 'hostile-vault' | 'web'
+
+/** What a web server that is not Vault (an ingress, a default site) answers for a path it does not have. */
+export const WEB_NOT_FOUND = '<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>'
+
+function webNotFound(res: http.ServerResponse): void {
+  res.writeHead(404, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(WEB_NOT_FOUND) })
+  res.end(WEB_NOT_FOUND)
+}
 
 /**
  * What a hostile Vault puts in the text a person reads (a FailedMount event, the CLI's terminal):
@@ -182,6 +190,10 @@ function hostileVault(redirectTo: string, healthVersion: string | undefined): Ha
       case 'controls':
         json(res, 400, { errors: [`denied ${TERMINAL_CONTROLS} denied`] })
         return
+      case 'web-404':
+        // Logged in, then a 404 that is not Vault's (a path routed to another web server).
+        webNotFound(res)
+        return
       case 'echo-newlines':
         json(res, 400, { errors: [`${'\n '.repeat(1_000_000)}*`] })
         return
@@ -208,7 +220,9 @@ function serve(cfg: HostConfig, post: (m: HostMessage) => void): http.Server | h
   const handler: Handler =
     cfg.kind === 'hostile-vault'
       ? hostileVault(cfg.redirectTo ?? 'http://127.0.0.1:9', cfg.healthVersion)
-      : (_req, res) => json(res, 404, { errors: [] })
+      : cfg.kind === 'web'
+        ? (_req, res) => webNotFound(res)
+        : (_req, res) => json(res, 404, { errors: [] })
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const chunks: Buffer[] = []
     let bytes = 0

@@ -479,7 +479,7 @@ export interface FakeHost {
 }
 
 export interface FakeHostOptions {
-  /** 'record' answers 404 to everything; 'hostile-vault': see adversary-hosts.ts. */
+  /** 'record' answers Vault's 404 to everything, 'web' a web server's HTML 404; 'hostile-vault': see adversary-hosts.ts. */
   kind?: HostKind
   /** Serve HTTPS with this certificate and key (PEM). */
   tls?: { cert: string; key: string }

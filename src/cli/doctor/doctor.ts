@@ -18,7 +18,7 @@ import { printable, printableJson } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
 import { AddressAllowlist } from '../../vault/transport/address-allowlist.js'
-import { chosen, confirmMinting } from '../minting.js'
+import { chosen, classLogin, confirmMinting, type MintPlan } from '../minting.js'
 import { authChecks } from './auth-checks.js'
 import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
 import { hmacChecks } from './hmac-checks.js'
@@ -62,6 +62,12 @@ export function doctorTarget(
       audience: opts.audience ?? settings.audience,
     },
   }
+}
+
+/** ` (parameter "baoAddress" of the SecretProviderClass)` when the class named the address. */
+function addressSource(parameters: Readonly<Record<string, string>>, flavour: ProviderFlavour): string {
+  const given = readParameter(new Map(Object.entries(parameters)), 'address', flavour)
+  return given === undefined ? '' : ` (parameter ${JSON.stringify(given.name)} of the SecretProviderClass)`
 }
 
 export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
@@ -110,7 +116,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
       id: 'vault.reachable',
       title: 'Vault is reachable',
       status: 'fail',
-      detail: `${target.settings.vault.address} is not in --vault-addr-allowlist; nothing was sent there`,
+      detail: `${target.settings.vault.address}${addressSource(parameters, flavour)} is not in --vault-addr-allowlist; nothing was sent there`,
       fix: 'check the address the SecretProviderClass names; only addresses in the allow-list are contacted',
     })
   } else {
@@ -118,7 +124,6 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const conn = settings.vault
     const authMount = settings.authMount
     const role = settings.roleName
-    const audience = settings.audience
     if ('settings' in proxy) results.push(proxyCheck(conn.address, proxy.settings))
     const proxySettings = 'settings' in proxy ? proxy.settings : undefined
     const health = await probeVaultOnce(conn, 5_000, proxySettings, allowlist)
@@ -128,13 +133,23 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
       if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
       else if (opts.tokenFromKubectl) {
         if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
-        const fileParameters = new Map(Object.entries(parameters))
-        const plan = {
+        // The Mount's parser says where each value comes from (and which parameter named it).
+        const login = classLogin(
+          parameters,
+          opts.audience === undefined ? {} : { audience: opts.audience },
+          flavour,
+          config.vault,
+        )
+        const plan: MintPlan = {
           namespace: chosen(opts.namespace, spc?.namespace, 'default'),
           serviceAccount: opts.serviceAccount,
-          audience: chosen(opts.audience, readParameter(fileParameters, 'audience', flavour)?.value, audience),
-          destination: chosen(undefined, readParameter(fileParameters, 'address', flavour)?.value, conn.address),
+          audience: login.audience,
+          destination: login.address ?? { value: conn.address, from: 'default' },
           vaultAddress: conn.address,
+          product: login.product,
+          role: opts.role === undefined ? login.role : { value: opts.role, from: 'command line' },
+          vaultNamespace: login.vaultNamespace,
+          addressOption: '--vault-addr with an --spc naming no address',
         }
         await confirmMinting(plan, { yes: opts.yes === true, allowlist, input: process.stdin, output: process.stderr })
         jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)

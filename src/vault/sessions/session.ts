@@ -13,7 +13,7 @@ import type { VaultObserver } from '../../observability/vault-observer.js'
 import type { PodIdentity, VaultConnection } from '../../request/types.js'
 import type { Clock, Deadline } from '../../util/deadline.js'
 import { REAL_TIMERS, SharedCall, type Timers } from '../../util/shared-call.js'
-import { attemptsOf, deadlineError, vaultError } from '../failure-to-error.js'
+import { attemptsOf, deadlineError, saysNothingStored, SecretNotStored, vaultError } from '../failure-to-error.js'
 import { apiPath, describeRequest, type VaultRequest } from '../paths.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import {
@@ -363,7 +363,7 @@ export class VaultSession {
       if (req.method === 'POST') return this.client.write(path, req.body, { vault })
       return sendRequest(this.client, req.method, path, req.body, vault)
     }
-    return this.withToken(send, describeRequest(req), getJwt, deadline, label)
+    return this.withToken(send, describeRequest(req), getJwt, deadline, label, true)
   }
 
   /**
@@ -378,6 +378,7 @@ export class VaultSession {
     getJwt: JwtSupplier,
     deadline: Deadline,
     label: string,
+    ownRead = false,
   ): Promise<unknown> {
     this.lastUsedAt = this.clock()
     const what = (): string => `${label}: ${callName}`
@@ -390,19 +391,26 @@ export class VaultSession {
       return await attempt()
     } catch (err) {
       const wasCached = token.generation === cachedGeneration
-      if (statusOf(err) !== 403 || !wasCached) throw this.callError(err, callName, label, deadline)
+      if (statusOf(err) !== 403 || !wasCached) throw this.callError(err, callName, label, deadline, ownRead)
       this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
       this.invalidate(token.generation)
       await this.ensureToken(getJwt, deadline)
       try {
         return await attempt()
       } catch (retryErr) {
-        throw this.callError(retryErr, callName, label, deadline)
+        throw this.callError(retryErr, callName, label, deadline, ownRead)
       }
     }
   }
 
-  private callError(err: unknown, callName: string, label: string, deadline: Deadline): ProviderError {
+  /** `ownRead`: the call is the objects' own read, whose "nothing stored here" `optional` may skip. */
+  private callError(
+    err: unknown,
+    callName: string,
+    label: string,
+    deadline: Deadline,
+    ownRead: boolean,
+  ): ProviderError {
     const what = `${label}: ${callName} (${this.where()})`
     if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
       return deadlineError(what, err instanceof VaultCallAborted)
@@ -410,6 +418,7 @@ export class VaultSession {
     const refused = transportRefusal(err, what)
     if (refused) return refused
     const failed = vaultError(err, what, false)
+    if (ownRead && saysNothingStored(err)) return new SecretNotStored(failed.message)
     const attempts = attemptsOf(err)
     if (attempts <= 1 || failed.code !== 'VAULT_UNAVAILABLE') return failed
     return new ProviderError(failed.code, `${failed.message} (after ${attempts} attempts)`)

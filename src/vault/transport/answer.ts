@@ -3,7 +3,7 @@
  * or the call's failure in the vocabulary of call-errors.ts, through which proxy if any.
  */
 import type { Dispatcher } from 'undici'
-import { VaultHttpError, parseRetryAfter, typedFailure, vaultErrorsOf } from './call-errors.js'
+import { VaultHttpError, errorBodyOf, parseRetryAfter, typedFailure, vaultErrorsOf } from './call-errors.js'
 import { throughProxy, type ProxyRoute } from './proxy-failures.js'
 
 export interface VaultAnswer {
@@ -65,7 +65,8 @@ export class AnswerHandler implements Dispatcher.DispatchHandler {
     if (this.anyStatus || this.status === 200 || this.status === 204) {
       this.resolve({ status: this.status, body, date: typeof date === 'string' ? date : undefined })
     } else {
-      this.reject(new VaultHttpError(this.status, vaultErrorsOf(body), parseRetryAfter(this.headers['retry-after'])))
+      const retryAfter = parseRetryAfter(this.headers['retry-after'])
+      this.reject(new VaultHttpError(this.status, vaultErrorsOf(body), retryAfter, errorBodyOf(body)))
     }
   }
 

@@ -61,6 +61,22 @@ export function parseRetryAfter(value: unknown, now = Date.now()): number | unde
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
+/**
+ * The shape of a failed answer's body, kept (the body is not) so that the layers above can tell
+ * Vault's own answer from a proxy's or another web server's: Vault's JSON error list and how many
+ * entries it had, Vault's response envelope (KV v2 answers 404 with a deleted version's metadata),
+ * or anything else (HTML, text, JSON of another shape).
+ */
+export type ErrorBody = { kind: 'errors'; entries: number } | { kind: 'response' } | { kind: 'other' }
+
+export function errorBodyOf(body: unknown): ErrorBody {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { kind: 'other' }
+  const { errors, request_id: requestId } = body as { errors?: unknown; request_id?: unknown }
+  if (Array.isArray(errors)) return { kind: 'errors', entries: errors.length }
+  if (typeof requestId === 'string' && 'data' in body) return { kind: 'response' }
+  return { kind: 'other' }
+}
+
 /** Vault (or a proxy in front of it) answered with a status that is not success. */
 export class VaultHttpError extends VaultCallError {
   override readonly name = 'VaultHttpError'
@@ -71,12 +87,15 @@ export class VaultHttpError extends VaultCallError {
   readonly retryAfterMs: number | undefined
   /** A 503 whose errors say Vault is sealed. */
   readonly sealed: boolean
+  /** What the body was (errorBodyOf); 'other' when the thrower did not say. */
+  readonly body: ErrorBody
 
-  constructor(status: number, errors: readonly string[], retryAfterMs?: number) {
+  constructor(status: number, errors: readonly string[], retryAfterMs?: number, body: ErrorBody = { kind: 'other' }) {
     super(`Vault answered ${status}`)
     this.status = status
     this.errors = errors
     this.retryAfterMs = retryAfterMs
+    this.body = body
     this.sealed = status === 503 && errors.some((e) => /sealed/i.test(e))
   }
 }

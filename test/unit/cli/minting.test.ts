@@ -1,7 +1,7 @@
 // A token the CLI mints is sent only where the operator points it: what a file decides is shown and confirmed.
 import { PassThrough } from 'node:stream'
 import t from 'tap'
-import { chosen, confirmMinting, type MintPlan } from '../../../src/cli/minting.js'
+import { chosen, classLogin, confirmMinting, type MintPlan } from '../../../src/cli/minting.js'
 import { UsageError } from '../../../src/cli/output.js'
 import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 
@@ -76,4 +76,87 @@ t.test('what the file says reaches the terminal without its control characters',
   const p = plan({ namespace: chosen(undefined, 'ns\u001b]0;pwned\u0007', 'default') })
   const err = await confirmMinting(p, { yes: false, allowlist: new AddressAllowlist([]), ...s }).catch((e) => e)
   t.match(err.message, 'ns\\u001b]0;pwned\\u0007')
+})
+
+const DEFAULTS = { authMount: 'kubernetes', tls: { skipVerify: false } }
+const BAO_FILE = {
+  baoAddress: 'https://evil.example',
+  vaultAddress: 'https://vault.corp:8200',
+  baoRoleName: 'web',
+  vaultNamespace: 'team-a',
+  audience: 'openbao-web',
+}
+
+t.test('classLogin: what the Mount uses, by its own parser, and who chose it', async (t) => {
+  const file = classLogin(BAO_FILE, {}, 'openbao', DEFAULTS)
+  t.same(file.address, { value: 'https://evil.example', from: 'file', parameter: 'baoAddress' }, 'baoAddress first')
+  t.same(file.role, { value: 'web', from: 'file', parameter: 'baoRoleName' })
+  t.same(file.vaultNamespace, { value: 'team-a', from: 'file', parameter: 'vaultNamespace' })
+  t.same(file.audience, { value: 'openbao-web', from: 'file', parameter: 'audience' })
+  t.equal(file.product, 'OpenBao')
+
+  const overVault = classLogin(BAO_FILE, { vaultAddress: 'https://vault.corp:8200' }, 'openbao', DEFAULTS)
+  t.same(
+    overVault.address,
+    { value: 'https://evil.example', from: 'file', parameter: 'baoAddress' },
+    'a --param the Mount does not read changes nothing',
+  )
+
+  const overBao = classLogin(BAO_FILE, { baoAddress: 'https://vault.corp:8200/' }, 'openbao', DEFAULTS)
+  t.same(
+    overBao.address,
+    { value: 'https://vault.corp:8200', from: 'command line', parameter: 'baoAddress' },
+    '--param baoAddress is the command line',
+  )
+
+  const vault = classLogin(BAO_FILE, {}, 'vault', DEFAULTS)
+  t.same(
+    vault.address,
+    { value: 'https://vault.corp:8200', from: 'file', parameter: 'vaultAddress' },
+    'provider: vault reads vaultAddress',
+  )
+  t.same(vault.audience, { value: 'openbao-web', from: 'file', parameter: 'audience' })
+
+  const none = classLogin({ roleName: 'web' }, {}, 'openbao', DEFAULTS)
+  t.equal(none.address, undefined, "no address anywhere: the daemon's own")
+  t.same(none.audience, { value: 'openbao', from: 'default' }, "the flavour's default audience")
+  const flag = classLogin({ roleName: 'web' }, {}, 'openbao', { ...DEFAULTS, address: 'https://vault.corp:8200' })
+  t.same(flag.address, { value: 'https://vault.corp:8200', from: 'default' })
+
+  t.throws(
+    () => classLogin({ baoAddress: 'ftp://x' }, {}, 'openbao', DEFAULTS),
+    UsageError,
+    'a bad parameter: no token',
+  )
+})
+
+t.test('the prompt and the refusals name the parameter the class used', async (t) => {
+  const login = classLogin(BAO_FILE, {}, 'openbao', DEFAULTS)
+  const p: MintPlan = {
+    namespace: chosen('default', undefined, 'default'),
+    serviceAccount: 'app',
+    audience: chosen('vault', undefined, 'vault'),
+    destination: login.address!,
+    vaultAddress: login.address!.value,
+    product: login.product,
+    role: login.role,
+    vaultNamespace: login.vaultNamespace,
+    addressOption: '--param',
+  }
+  const s = streams(false)
+  const err = await confirmMinting(p, { yes: false, allowlist: new AddressAllowlist([]), ...s }).catch((e) => e)
+  t.type(err, UsageError)
+  t.match(err.message, 'send it to https://evil.example (parameter "baoAddress" of the SecretProviderClass file)')
+  t.match(err.message, 'to log in as role web in OpenBao namespace team-a')
+  t.match(err.message, 'the SecretProviderClass file chose the OpenBao address (baoAddress): not confirmed')
+  t.match(err.message, '--param baoAddress=<address>')
+  const outside = await confirmMinting(p, {
+    yes: true,
+    allowlist: new AddressAllowlist(['https://vault.corp:8200']),
+    ...s,
+  }).catch((e) => e)
+  t.match(
+    outside.message,
+    'the OpenBao address https://evil.example (parameter "baoAddress" of the SecretProviderClass file) is not in --vault-addr-allowlist',
+  )
 })

@@ -5,10 +5,11 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import { ephemeralKey } from '../../../src/hmac/hmac-key.js'
-import { MOUNT_FETCH_CONCURRENCY, runMount, type MountDeps } from '../../../src/mount/mount.js'
+import { MOUNT_FETCH_CONCURRENCY, runMount, type MountDeps, type MountResult } from '../../../src/mount/mount.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import type { MountSpec } from '../../../src/request/types.js'
 import { Deadline } from '../../../src/util/deadline.js'
+import { SecretNotStored } from '../../../src/vault/failure-to-error.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import {
   ANY_ADDRESS,
@@ -19,6 +20,7 @@ import {
   kvAnswer,
   loginAnswer,
 } from '../../support/fake-vault.js'
+import { errorBodyOf, VaultHttpError, vaultErrorsOf } from '../../../src/vault/transport/call-errors.js'
 import { signServiceAccountJwt } from '../../support/jwt.js'
 import { ManualTime } from '../../support/manual-time.js'
 
@@ -144,4 +146,65 @@ t.test('two Mounts of one pod share a read; the one whose caller leaves does not
   const result = await staying
   t.equal(result.objects.length, 1)
   t.equal(vault.count(/^GET/), 1, 'one read, shared')
+})
+
+/** What the transport throws for a 404 with this body. */
+const answered404 = (body: unknown): never => {
+  throw new VaultHttpError(404, vaultErrorsOf(body), undefined, errorBodyOf(body))
+}
+const KV_DELETED = {
+  request_id: 'r',
+  data: { data: null, metadata: { deletion_time: '2026-01-01T00:00:00Z', destroyed: false, version: 2 } },
+}
+
+/** A Mount of o0 (optional) and o1 (present) where o0's read, or the login, is answered 404 with `body`. */
+function optionalMount(where: 'login' | 'read', body: unknown): { mount: Promise<MountResult>; close(): void } {
+  const s = spec(2)
+  s.objects[0]!.optional = true
+  const vault = new FakeVault()
+  vault.on(/login$/, () => (where === 'login' ? answered404(body) : loginAnswer('hvs.t')))
+  vault.on(/^GET secret\/data\/o1$/, () => kvAnswer('present'))
+  vault.on(/^GET secret\/data\/o0$/, () => answered404(body))
+  const time = new ManualTime()
+  const d = deps(vault, time)
+  return { mount: runMount(s, d, Deadline.in(30_000, undefined, time.clock)), close: () => d.pool.close() }
+}
+
+t.test('an optional object is skipped when Vault says nothing is stored at its own path', async (t) => {
+  const cases: Array<[string, unknown]> = [
+    ['KV: no such secret or version', { errors: [] }],
+    ['KV v2: the version is deleted', KV_DELETED],
+  ]
+  for (const [what, body] of cases) {
+    const { mount, close } = optionalMount('read', body)
+    const result = await mount
+    close()
+    t.same(result.skippedOptional, ['o0'], `${what}: the optional object is skipped`)
+    t.same(
+      result.objects.map((o) => o.id),
+      ['o1'],
+      `${what}: the other object is written`,
+    )
+  }
+})
+
+t.test('any other 404 fails a Mount of optional objects with its own code', async (t) => {
+  const cases: Array<[string, 'login' | 'read', unknown]> = [
+    ['a mount that is not there', 'read', { errors: ['no handler for route "nope/x". route entry not found.'] }],
+    ['a namespace that is not there', 'read', { errors: ['namespace not found'] }],
+    ['a web server that is not Vault', 'read', '<html><body>404 Not Found</body></html>'],
+    ['JSON of another server', 'read', { message: 'Not Found' }],
+    ['a login answered 404 with no error text', 'login', { errors: [] }],
+    ['a login in a namespace that is not there', 'login', { errors: ['namespace not found'] }],
+  ]
+  for (const [what, where, body] of cases) {
+    const { mount, close } = optionalMount(where, body)
+    const err = await mount.then(
+      () => undefined,
+      (e: unknown) => e as ProviderError,
+    )
+    close()
+    t.equal(err?.code, 'VAULT_NOT_FOUND', `${what}: the Mount fails with its own code`)
+    t.notOk(err instanceof SecretNotStored, `${what}: not the answer optional skips`)
+  }
 })
