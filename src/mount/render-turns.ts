@@ -9,39 +9,74 @@
  * One instance, built by the composition root. Its state is one entry per namespace with a render
  * waiting, dropped when its queue is empty: nothing grows with what a tenant sends.
  */
+import { performance } from 'node:perf_hooks'
 import { ProviderError } from '../errors.js'
 import type { RenderPace } from '../render/render.js'
 import type { Deadline } from '../util/deadline.js'
 
+/**
+ * The share of the node's CPU one namespace's renders may take while they wait for turns: after a
+ * turn that kept the event loop busy for d ms, the namespace's next turn comes d ms later at the
+ * earliest, so everything else gets at least as much time as the namespace's heavy renders.
+ */
+export const MAX_TENANT_RENDER_SHARE = 1 / 2
+
+interface TenantQueue {
+  waiting: Array<() => void>
+  /** The namespace's next turn comes no earlier than this (its share, see MAX_TENANT_RENDER_SHARE). */
+  restUntil: number
+}
+
 export class RenderTurns {
-  private readonly queues = new Map<string, Array<() => void>>()
+  private readonly queues = new Map<string, TenantQueue>()
+  private readonly now: () => number
+
+  /** `now`: a millisecond clock (performance.now unless a test injects one). */
+  constructor(now: () => number = () => performance.now()) {
+    this.now = now
+  }
 
   /** Namespaces with a render waiting for its turn. */
   get waitingNamespaces(): number {
     return this.queues.size
   }
 
-  /** Resolves at `tenant`'s next turn: in a later check phase, after the renders of the namespace queued before. */
-  next(tenant: string): Promise<void> {
+  /**
+   * Resolves at `tenant`'s next turn: in a later check phase, after the renders of the namespace
+   * queued before, and no earlier than the namespace's share allows after its last turn, which
+   * kept the event loop busy for `busyMs`.
+   */
+  next(tenant: string, busyMs = 0): Promise<void> {
     return new Promise((resolve) => {
+      const rest = this.now() + busyMs * (1 / MAX_TENANT_RENDER_SHARE - 1)
       const queue = this.queues.get(tenant)
       if (queue) {
-        queue.push(resolve)
+        queue.waiting.push(resolve)
+        queue.restUntil = Math.max(queue.restUntil, rest)
         return
       }
-      this.queues.set(tenant, [resolve])
+      this.queues.set(tenant, { waiting: [resolve], restUntil: rest })
       this.handOut(tenant)
     })
   }
 
-  /** One waiter of `tenant` per check phase; the waiter's synchronous turn runs before the next callback. */
+  /** One waiter of `tenant` per check phase, once its rest is over; the waiter's synchronous turn runs before the next callback. */
   private handOut(tenant: string): void {
     setImmediate(() => {
       const queue = this.queues.get(tenant)
-      const waiter = queue?.shift()
-      if (queue === undefined || waiter === undefined) return
+      if (queue === undefined) return
+      const wait = queue.restUntil - this.now()
+      if (wait > 0) {
+        setTimeout(() => this.handOut(tenant), Math.ceil(wait))
+        return
+      }
+      const waiter = queue.waiting.shift()
+      if (waiter === undefined) {
+        this.queues.delete(tenant)
+        return
+      }
       waiter()
-      if (queue.length > 0) this.handOut(tenant)
+      if (queue.waiting.length > 0) this.handOut(tenant)
       else this.queues.delete(tenant)
     })
   }
@@ -52,7 +87,14 @@ export class RenderTurns {
  * the driver cancels the call, naming the object it would have rendered next, and takes its turns
  * from `turns` as a Mount of `tenant` (without `turns`, it only yields to the event loop).
  */
-export function renderPace(deadline: Deadline, tenant: string, turns: RenderTurns | undefined): RenderPace {
+export function renderPace(
+  deadline: Deadline,
+  tenant: string,
+  turns: RenderTurns | undefined,
+  now: () => number = () => performance.now(),
+): RenderPace {
+  // When the render's current turn began: what it kept the event loop busy for is its share's measure.
+  let turnStarted = now()
   return {
     check(what) {
       if (deadline.cancelled) {
@@ -68,6 +110,10 @@ export function renderPace(deadline: Deadline, tenant: string, turns: RenderTurn
         )
       }
     },
-    turn: (_what) => (turns ? turns.next(tenant) : new Promise((resolve) => setImmediate(resolve))),
+    async turn() {
+      const busy = now() - turnStarted
+      await (turns ? turns.next(tenant, busy) : new Promise((resolve) => setImmediate(resolve)))
+      turnStarted = now()
+    },
   }
 }
