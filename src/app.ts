@@ -15,6 +15,7 @@ import type { HandoverSettings } from './handover/wire.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
+import { RenderTurns } from './mount/render-turns.js'
 import { MountService } from './mount/service.js'
 import type { Logger } from './observability/logger.js'
 import { ProviderMetrics } from './observability/metrics.js'
@@ -199,6 +200,8 @@ export function wireMountService(
     // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
     objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
+    // The node's CPU for rendering, in turns per namespace as the budget shares its bytes.
+    renderTurns: new RenderTurns(),
   })
   return { pool, mountService }
 }

@@ -32,7 +32,7 @@ export const ERROR_CATALOGUE = {
     "The Mount's Vault address is not in the provider's -vault-addr-allowlist (no token was sent).",
   RESPONSE_TOO_LARGE: "The Mount's files would exceed the driver's receive limit (-max-response-size).",
   MOUNT_BUDGET_EXCEEDED:
-    'One Mount fetched or rendered more than its budget (-max-mount-bytes), or the node-wide budget is spent.',
+    'One Mount fetched or rendered more than its budget (-max-mount-bytes, or its render work), or the node-wide budget is spent.',
   VAULT_RESPONSE_TOO_LARGE: "A Vault answer's body is larger than -max-vault-response-size (it is not read further).",
   VAULT_REDIRECT_REFUSED:
     'Vault answered with a redirect; redirects are never followed (a token must not travel elsewhere).',

@@ -16,6 +16,7 @@
 import { jsonSize } from '../util/json-size.js'
 import { ProviderError } from '../errors.js'
 import type { RenderBudget } from '../render/render.js'
+import { RenderWork } from '../render/work.js'
 import { formatBytes } from '../util/format-bytes.js'
 
 export interface BudgetLimits {
@@ -74,12 +75,21 @@ export class MountBudget implements RenderBudget {
   private released = false
   /** Once the budget is exceeded every later charge fails with the same error: the first crossing is what the user sees. */
   private exceeded: ProviderError | undefined
-  /** True when this Mount crossed its own -max-mount-bytes (not the node's budget, which is transient). */
-  overOwnLimit = false
+  private bytesOverOwnLimit = false
+  /** The Mount's render work (src/render/work.ts): its CPU, as the rest of this budget is its memory. */
+  readonly work = new RenderWork()
 
   constructor(node: NodeBudget, tenant: string) {
     this.node = node
     this.tenant = tenant
+  }
+
+  /**
+   * True when this Mount crossed its own -max-mount-bytes or its render work budget (not the node's
+   * budget, which is transient): a refusal that would only repeat.
+   */
+  get overOwnLimit(): boolean {
+    return this.bytesOverOwnLimit || this.work.exceeded
   }
 
   get bytesCharged(): number {
@@ -97,7 +107,7 @@ export class MountBudget implements RenderBudget {
     if (bytes <= 0) return
     const { mountBytes, nodeBytes } = this.node.limits
     if (this.charged + bytes > mountBytes) {
-      this.overOwnLimit = true
+      this.bytesOverOwnLimit = true
       this.exceeded = new ProviderError(
         'MOUNT_BUDGET_EXCEEDED',
         `${what} takes the Mount past its budget of ${formatBytes(mountBytes)} (${mountBytes} bytes, provider flag -max-mount-bytes) for everything one Mount fetches from Vault and writes; it had used ${formatBytes(this.charged)} before this object. Select less (secretKey, secretKeyPath), split the objects over several SecretProviderClasses, or raise -max-mount-bytes`,

@@ -22,6 +22,7 @@ import { SecretNotStored } from '../vault/failure-to-error.js'
 import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
+import { renderPace, type RenderTurns } from './render-turns.js'
 
 /** Vault calls of one Mount in flight at once: fast for pods with many objects, gentle on Vault. */
 export const MOUNT_FETCH_CONCURRENCY = 4
@@ -39,6 +40,8 @@ export interface MountDeps {
   tokenRequestAudiences?: readonly string[]
   /** The clock pod tokens' expiry is judged by; Date.now unless a test injects one. */
   now?: () => number
+  /** The node's render turns, shared in turns between namespaces (render-turns.ts); without it renders only yield. */
+  renderTurns?: RenderTurns
 }
 
 export interface MountResult {
@@ -157,7 +160,11 @@ export async function runMount(
       ? `object ${q(obj.objectName)} (template)`
       : `object ${q(obj.objectName)} (${describeRequest({ method: obj.method, path: obj.secretPath, query: obj.query })})`,
   )
-  const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget, skipped)
+  // Rendering stops at the deadline or the driver's cancellation, and takes its namespace's turns.
+  const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget, skipped, {
+    work: budget?.work,
+    pace: renderPace(deadline, spec.pod.namespace, deps.renderTurns),
+  })
   // A skipped object has no file and no version: the driver removes what an earlier Mount wrote for it.
   const objects = spec.objects.flatMap((obj, index) =>
     skipped.has(index) ? [] : [versionObject(obj, rendered[index]!, key)],

@@ -15,9 +15,15 @@
  * Every block is re-encoded from its DER bytes (64-column base64, "\n"), so an
  * unchanged certificate always gives identical files, whatever whitespace the
  * source had. Pure.
+ *
+ * The chain is checked the way a careful TLS library checks one, since the material is a tenant's:
+ * RSA keys outside what real CAs use are refused before anything is computed with them, an issuer's
+ * candidates are chosen by name and key identifiers before any signature is checked, and the
+ * signature checks of one object (and, through RenderWork, of one Mount) are capped.
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto'
 import { ProviderError } from '../errors.js'
+import { MAX_SIGNATURE_CHECKS_PER_OBJECT, RENDER_WORK, signatureCost, type RenderWork } from './work.js'
 
 export const TLS_FILES = ['tls.crt', 'tls.key', 'ca.crt', 'tls-combined.pem'] as const
 const MAX_BLOCKS = 100
@@ -59,12 +65,31 @@ function readBlocks(texts: readonly string[], fail: (m: string) => never): PemBl
   return blocks
 }
 
-function selfSigned(c: X509Certificate): boolean {
-  return c.checkIssued(c) && c.verify(c.publicKey)
-}
+/**
+ * The largest RSA public exponent accepted, and the largest modulus. Checking a signature costs
+ * about the exponent's length times the square of the modulus's: OpenSSL accepts a 3072-bit key with
+ * a 3070-bit exponent, whose every check took milliseconds. Real CAs use 65537; Go's crypto/x509
+ * refuses exponents above 2^31-1, even ones and 1, and Go's crypto/tls moduli above 8192 bits.
+ */
+export const MAX_RSA_PUBLIC_EXPONENT = 2n ** 31n - 1n
+export const MAX_RSA_MODULUS_BITS = 8192
 
-function issuedBy(child: X509Certificate, parent: X509Certificate): boolean {
-  return child.checkIssued(parent) && child.verify(parent.publicKey)
+/** Why `key` is refused (see MAX_RSA_PUBLIC_EXPONENT), or undefined for a key fit to be computed with. */
+function keyProblem(key: KeyObject): string | undefined {
+  if (key.asymmetricKeyType !== 'rsa' && key.asymmetricKeyType !== 'rsa-pss') return undefined
+  const { modulusLength, publicExponent } = key.asymmetricKeyDetails ?? {}
+  if (modulusLength !== undefined && modulusLength > MAX_RSA_MODULUS_BITS) {
+    return `an RSA key of ${modulusLength} bits (at most ${MAX_RSA_MODULUS_BITS})`
+  }
+  if (publicExponent !== undefined) {
+    if (publicExponent > MAX_RSA_PUBLIC_EXPONENT) {
+      return `an RSA public exponent of ${publicExponent.toString(2).length} bits (at most 2^31-1, as Go's crypto/x509 accepts; real CAs use 65537)`
+    }
+    if (publicExponent <= 1n || publicExponent % 2n === 0n) {
+      return 'an RSA public exponent that is even or below 3 (real CAs use 65537)'
+    }
+  }
+  return undefined
 }
 
 /** A private key, its certificate and what is known of the chain, checked to belong together. */
@@ -84,12 +109,19 @@ export interface CertificateMaterial {
 /**
  * `texts`: every string of the material, in a deterministic order. `what`
  * names the object in errors, `format` the output; no key or certificate content is ever quoted.
+ * `work` counts the parsing and every signature check against the Mount's budget and cap.
  */
-export function certificateMaterial(texts: readonly string[], what: string, format: string): CertificateMaterial {
+export function certificateMaterial(
+  texts: readonly string[],
+  what: string,
+  format: string,
+  work?: RenderWork,
+): CertificateMaterial {
   const fail = (message: string): never => {
     throw new ProviderError('OUTPUT_FAILED', `${what}: format "${format}": ${message}`)
   }
   const blocks = readBlocks(texts, fail)
+  work?.charge(blocks.length * RENDER_WORK.certificate, what)
 
   const certs: X509Certificate[] = []
   const seen = new Set<string>()
@@ -99,17 +131,30 @@ export function certificateMaterial(texts: readonly string[], what: string, form
       const id = block.der.toString('base64')
       if (seen.has(id)) continue
       seen.add(id)
+      let cert: X509Certificate | undefined
       try {
-        certs.push(new X509Certificate(block.der))
+        cert = new X509Certificate(block.der)
       } catch {
         fail(`certificate ${certs.length + 1} cannot be parsed`)
       }
-    } else if (block.label in KEY_TYPES) {
+      let problem: string | undefined
       try {
-        keys.push({ block, key: createPrivateKey({ key: block.der, format: 'der', type: KEY_TYPES[block.label]! }) })
+        problem = keyProblem(cert!.publicKey)
+      } catch {
+        fail(`certificate ${certs.length + 1} has a public key that cannot be read`)
+      }
+      if (problem) fail(`certificate ${certs.length + 1} has ${problem}; the material is refused`)
+      certs.push(cert!)
+    } else if (block.label in KEY_TYPES) {
+      let key: KeyObject | undefined
+      try {
+        key = createPrivateKey({ key: block.der, format: 'der', type: KEY_TYPES[block.label]! })
       } catch {
         fail(`the ${block.label} block cannot be parsed`)
       }
+      const problem = keyProblem(key!)
+      if (problem) fail(`the private key has ${problem}; the material is refused`)
+      keys.push({ block, key: key! })
     }
     // Other blocks (CSRs, public keys, CRLs) are not part of the split.
   }
@@ -126,20 +171,47 @@ export function certificateMaterial(texts: readonly string[], what: string, form
   if (matching.length > 1) fail(`${matching.length} certificates match the private key; the material must hold one`)
   const leaf = matching[0]!
 
-  // Walk up from the leaf: each issuer must name and have signed the certificate below it.
+  let checks = 0
+  /** One signature check, counted against the object's cap and the Mount's. */
+  const signedBy = (child: X509Certificate, parent: X509Certificate): boolean => {
+    const cost = signatureCost(parent.publicKey)
+    checks += cost
+    if (checks > MAX_SIGNATURE_CHECKS_PER_OBJECT) {
+      fail(
+        `checking the chain takes more than ${MAX_SIGNATURE_CHECKS_PER_OBJECT} signature checks (the most one object may; ` +
+          'a check against a larger RSA key counts as several); does the material hold many CA certificates of one name without key identifiers?',
+      )
+    }
+    work?.signatureCheck(cost, what, format)
+    return child.verify(parent.publicKey)
+  }
+  const selfSignedMemo = new Map<X509Certificate, boolean>()
+  const selfSigned = (c: X509Certificate): boolean => {
+    let known = selfSignedMemo.get(c)
+    // checkIssued compares names and key identifiers (OpenSSL's X509_check_issued), no signature.
+    if (known === undefined) selfSignedMemo.set(c, (known = c.checkIssued(c) && signedBy(c, c)))
+    return known
+  }
+
+  // Walk up from the leaf: each issuer must name and have signed the certificate below it. Only
+  // certificates whose subject is the issuer's name, and whose key identifier is the one the
+  // certificate names (when both have one), are candidates whose signature is checked.
   const chain: X509Certificate[] = [leaf]
+  const onChain = new Set<X509Certificate>(chain)
   let current = leaf
   while (!selfSigned(current)) {
-    const parent = certs.find((c) => !chain.includes(c) && issuedBy(current, c))
+    const child = current
+    const parent = certs.find((c) => !onChain.has(c) && child.checkIssued(c) && signedBy(child, c))
     if (!parent) break
     chain.push(parent)
+    onChain.add(parent)
     current = parent
   }
   const top = chain[chain.length - 1]!
   const rootIncluded = chain.length > 1 && selfSigned(top)
   const served = rootIncluded ? chain.slice(0, -1) : chain
 
-  const others = certs.filter((c) => !chain.includes(c))
+  const others = certs.filter((c) => !onChain.has(c))
   const strays = others.filter((c) => !c.ca)
   if (strays.length > 0) {
     fail(`${strays.length} certificate(s) are neither on the chain of the key's certificate nor CA certificates`)
@@ -160,8 +232,8 @@ export function certificateMaterial(texts: readonly string[], what: string, form
 }
 
 /** The files of `format: tls` (see the header). */
-export function splitCertificate(texts: readonly string[], what: string): Array<[string, Buffer]> {
-  const { keyLabel, keyDer, served, caCerts } = certificateMaterial(texts, what, 'tls')
+export function splitCertificate(texts: readonly string[], what: string, work?: RenderWork): Array<[string, Buffer]> {
+  const { keyLabel, keyDer, served, caCerts } = certificateMaterial(texts, what, 'tls', work)
   const crt = served.map((c) => pemEncode('CERTIFICATE', c.raw)).join('')
   const keyPem = pemEncode(keyLabel, keyDer)
   const files: Array<[string, Buffer]> = [

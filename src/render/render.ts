@@ -18,6 +18,7 @@ import { writePkcs12 } from './pkcs12.js'
 import { describeLevel, selectPath } from './select.js'
 import { renderTemplate } from './template.js'
 import { versionOf } from './versions.js'
+import { RENDER_WORK, RENDER_WORK_PER_TURN, RenderWork } from './work.js'
 
 export interface RenderedFile {
   path: string
@@ -148,6 +149,7 @@ export function renderObject(
   label: string,
   objects: ObjectValues = NO_OBJECTS,
   budget?: RenderBudget,
+  work?: RenderWork,
 ): RenderedFile[] {
   const mode = obj.filePermission ?? defaultMode
   if (obj.template !== undefined) {
@@ -180,7 +182,7 @@ export function renderObject(
   }
   if (obj.format === 'tls') {
     const texts = strings(decodedText(selectedValue(obj, body, label), obj.encoding, label))
-    return splitCertificate(texts, label).map(([name, contents]) => ({
+    return splitCertificate(texts, label, work).map(([name, contents]) => ({
       path: `${obj.objectName}/${name}`,
       mode,
       contents,
@@ -188,7 +190,8 @@ export function renderObject(
   }
   if (obj.format === 'pkcs12') {
     const texts = strings(decodedText(selectedValue(obj, body, label), obj.encoding, label))
-    const { key, served, root } = certificateMaterial(texts, label, 'pkcs12')
+    const { key, served, root } = certificateMaterial(texts, label, 'pkcs12', work)
+    work?.charge(RENDER_WORK.keystore, label)
     return [
       {
         path: obj.objectName,
@@ -233,14 +236,33 @@ export function renderObject(
 /**
  * When a Mount's render gives the event loop a turn, so that other callbacks (health probes, other
  * pods' Mounts) run in between: after this many objects, after a template (the costliest to render),
- * or once this many bytes were rendered since the last turn. A turn costs a loop iteration (a poll
- * syscall) and a promise: the usual Mount of a few small objects renders in one go, well under a
- * millisecond, while a large one still lets others in every few objects or few tens of KiB.
+ * once this many bytes were rendered since the last turn, or after RENDER_WORK_PER_TURN of work (a
+ * keystore, a large certificate bundle). A turn costs a loop iteration (a poll syscall) and a
+ * promise: the usual Mount of a few small objects renders in one go, well under a millisecond,
+ * while a large one still lets others in every few objects or few tens of KiB.
  */
 export const RENDER_OBJECTS_PER_TURN = 8
 export const RENDER_BYTES_PER_TURN = 64 * 1024
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * How a Mount's render shares the process (src/mount/render-turns.ts): `check` throws when the
+ * Mount must stop before `what` (its deadline passed, the driver cancelled it); `turn` resolves when
+ * the render may go on after a turn's worth of work. Without one, the render only yields.
+ */
+export interface RenderPace {
+  check(what: string): void
+  turn(what: string): Promise<void>
+}
+
+const YIELD_ONLY: RenderPace = { check: () => undefined, turn: yieldToEventLoop }
+
+/** The Mount's work meter and pace; each defaults to a fresh meter and plain yielding. */
+export interface RenderRun {
+  work?: RenderWork
+  pace?: RenderPace
+}
 
 /**
  * Renders every object of a Mount. `bodies[i]` is the response object i
@@ -249,6 +271,8 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * `budget` as it is produced (a template's as it is written), and the event
  * loop gets a turn between objects as RENDER_OBJECTS_PER_TURN and RENDER_BYTES_PER_TURN say.
  * `skipped`: optional objects whose secret Vault does not have; they write no file.
+ * `run`: every object's work is counted against the Mount's work budget (RenderWork), and before
+ * each object the pace may stop the render (deadline, cancellation) or make it wait for its turn.
  */
 export async function renderObjects(
   objects: readonly SecretObject[],
@@ -257,7 +281,10 @@ export async function renderObjects(
   labels: readonly string[],
   budget?: RenderBudget,
   skipped: ReadonlySet<number> = new Set(),
+  run: RenderRun = {},
 ): Promise<RenderedFile[][]> {
+  const work = run.work ?? new RenderWork()
+  const pace = run.pace ?? YIELD_ONLY
   const index = new Map(objects.map((o, i) => [o.objectName, i]))
   const memo = new Map<number, unknown>()
   const values: ObjectValues = (name) => {
@@ -284,15 +311,23 @@ export async function renderObjects(
   const out: RenderedFile[][] = []
   let objectsSinceTurn = 0
   let bytesSinceTurn = 0
+  let workAtTurn = work.used
   for (const [i, obj] of objects.entries()) {
-    if (objectsSinceTurn >= RENDER_OBJECTS_PER_TURN || bytesSinceTurn >= RENDER_BYTES_PER_TURN) {
-      await yieldToEventLoop()
+    const label = labels[i]!
+    if (
+      objectsSinceTurn >= RENDER_OBJECTS_PER_TURN ||
+      bytesSinceTurn >= RENDER_BYTES_PER_TURN ||
+      work.used - workAtTurn >= RENDER_WORK_PER_TURN
+    ) {
+      await pace.turn(label)
       objectsSinceTurn = 0
       bytesSinceTurn = 0
+      workAtTurn = work.used
     }
-    const label = labels[i]!
+    pace.check(label)
     // An optional object whose secret does not exist writes nothing.
-    const files = skipped.has(i) ? [] : renderObject(obj, bodies[i], defaultMode, label, values, budget)
+    if (!skipped.has(i)) work.charge(RENDER_WORK.object, label)
+    const files = skipped.has(i) ? [] : renderObject(obj, bodies[i], defaultMode, label, values, budget, work)
     const bytes = files.reduce((n, f) => n + f.contents.length, 0)
     // A template's output was charged while it was written.
     if (obj.template === undefined) budget?.charge(bytes, label)

@@ -1,0 +1,231 @@
+// Issue 43, part 1: rendering is bounded work that yields and stops. A tenant (namespace
+// `tenant-a`) stores certificate material in its own KV path and asks for it as `format: pkcs12`
+// or `tls`; the victim pod of namespace `default` mounts through the same daemon meanwhile, and
+// the operations port's /health/live (what the kubelet's liveness probe asks) is timed too.
+// Against the built daemon and a real OpenBao. The material is made in this process
+// (test/support/cert-builder.ts): a decoy CA's key needs no private half, so it takes no key
+// generation.
+import { readFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import t, { type Test } from 'tap'
+import {
+  allowedLoadedP99,
+  exclusiveSuite,
+  newPod,
+  percentile,
+  type AttackOutcome,
+  type PodIdentitySpec,
+} from '../support/adversary.js'
+import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
+import { hostileBundle, rsaPublicKey } from '../support/cert-builder.js'
+import type { GrpcMountResult } from '../support/grpc-client.js'
+import { createJwtRole } from '../support/jwt.js'
+import { healthPort } from '../support/provider.js'
+
+t.setTimeout(30 * 60_000)
+// One adversarial file at a time on this machine (see exclusiveSuite).
+await exclusiveSuite(t)
+
+/** The attacker's namespace; the victim's is `default`. */
+const TENANT = 'tenant-a'
+const TENANT_ROLE = 'tenant-a'
+
+function tenantPod(name: string): PodIdentitySpec {
+  return newPod(name, TENANT, 'app')
+}
+
+/** Back-to-back GETs of /health/live until stopped: the latency a liveness probe sees. */
+class LiveProbe {
+  private running = false
+  private done: Promise<void> = Promise.resolve()
+  samples: number[] = []
+  failures = 0
+  errors = 0
+
+  constructor(private readonly url: string) {}
+
+  private async once(): Promise<void> {
+    const started = performance.now()
+    try {
+      const res = await fetch(this.url, { signal: AbortSignal.timeout(30_000) })
+      await res.text()
+      if (!res.ok) this.failures += 1
+    } catch {
+      // A connection the server closed as the client reused it (keep-alive), not an answer: counted apart.
+      this.errors += 1
+    }
+    this.samples.push(performance.now() - started)
+  }
+
+  async measure(n: number): Promise<number[]> {
+    const before = this.samples.length
+    for (let i = 0; i < n; i++) await this.once()
+    return this.samples.slice(before)
+  }
+
+  start(): void {
+    this.running = true
+    this.samples = []
+    this.failures = 0
+    this.errors = 0
+    this.done = (async () => {
+      while (this.running) await this.once()
+    })()
+  }
+
+  async stop(): Promise<number[]> {
+    this.running = false
+    await this.done
+    return this.samples
+  }
+}
+
+/** The daemon's CPU time so far (user + system), in milliseconds, from /proc. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  // Fields 14 and 15 of stat (utime, stime), in clock ticks of 10 ms (USER_HZ on Linux).
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+const ms = (v: number): string => v.toFixed(1)
+
+t.test('certificate material and keystores of one tenant', async (t) => {
+  const w: World = await startWorld()
+  t.teardown(() => w.stop())
+  await createJwtRole(w.bao, 'jwt', TENANT_ROLE, {
+    policies: ['app-read'],
+    boundAudiences: ['vault'],
+    boundSubject: `system:serviceaccount:${TENANT}:app`,
+    ttl: '1h',
+  })
+  const put = async (path: string, data: unknown): Promise<void> => {
+    const res = await w.bao.api('POST', `/v1/secret/data/${path}`, { data })
+    t.equal(res.status, 200, `kv put ${path}`)
+  }
+  // A key, its certificate, a chain of 12 CA certificates and 24 decoy CAs before them, all named
+  // "CN=ca", without key identifiers; each decoy's key is RSA-3072 with a 3070-bit public exponent
+  // (OpenSSL checks signatures against such keys, each check taking milliseconds).
+  const hostile = hostileBundle({
+    chainLength: 12,
+    decoys: 24,
+    decoyKey: () => rsaPublicKey(3072, 3070),
+    chainKeyBits: 3072,
+  })
+  await put('tenant-a/hostile', { bundle: hostile.pem })
+  // An ordinary RSA-2048 key, its certificate and its CA.
+  const ordinary = hostileBundle({ chainLength: 1, decoys: 0, decoyKey: () => rsaPublicKey(2048, 17) })
+  await put('tenant-a/keystore', { bundle: ordinary.pem })
+
+  const live = new LiveProbe(`http://127.0.0.1:${await healthPort(w.daemon.provider)}/health/live`)
+  const liveUnloaded = await live.measure(200)
+  t.equal(live.failures, 0, '/health/live answers 200 without an attack')
+  const figures: string[] = []
+
+  /** expectAttack with /health/live timed throughout, and the CPU one attacking Mount costs. */
+  const attack = async (
+    t: Test,
+    o: Parameters<typeof expectAttack>[2],
+    cpuSample: () => Promise<GrpcMountResult>,
+  ): Promise<AttackOutcome> => {
+    live.start()
+    const out = await expectAttack(t, w, o)
+    const loaded = await live.stop()
+    t.equal(live.failures, 0, `/health/live answered 200 to every probe (${live.errors} connection errors)`)
+    const unloadedP99 = percentile(liveUnloaded, 99)
+    const allowed = allowedLoadedP99(unloadedP99)
+    t.ok(
+      percentile(loaded, 99) <= allowed,
+      `/health/live p99 ${ms(percentile(loaded, 99))} ms under attack <= ${ms(allowed)} ms (unloaded p99 ${ms(unloadedP99)} ms, ${loaded.length} probes)`,
+    )
+    // The daemon's CPU for a few attacking Mounts alone (noisy: other processes share the machine).
+    const before = cpuMs(w.daemon.provider.pid)
+    const runs = 3
+    for (let i = 0; i < runs; i++) await cpuSample()
+    const perMount = (cpuMs(w.daemon.provider.pid) - before) / runs
+    figures.push(
+      `| ${o.name} | ${out.answer.grpcCode} | ${ms(percentile(out.victim.latenciesMs, 50))} / ${ms(out.victimP99Ms)} ` +
+        `(unloaded p99 ${ms(out.unloadedP99Ms)}) | ${ms(percentile(loaded, 50))} / ${ms(percentile(loaded, 99))} ` +
+        `(unloaded p99 ${ms(unloadedP99)}) | ${ms(perMount)} |`,
+    )
+    return out
+  }
+
+  for (const format of ['pkcs12', 'tls'] as const) {
+    await t.test(`a PEM bundle with 24 decoy CAs whose RSA exponents have 3070 bits, format ${format}`, async (t) => {
+      const attributes = w.attrs(
+        {
+          roleName: TENANT_ROLE,
+          objects: [{ objectName: 'bundle', secretPath: 'secret/data/tenant-a/hostile', format }],
+        },
+        tenantPod(`hostile-${format}`),
+      )
+      const out = await attack(
+        t,
+        {
+          klass: '43.1',
+          name: `decoy CAs with 3070-bit RSA exponents, format ${format}`,
+          attempt: () => w.mount(attributes, 'null', 60_000),
+          expect: { code: 'InvalidArgument', message: [/object "bundle"/, /RSA public exponent of 3070 bits/] },
+          // Each attempt is refused at once: a few hundred of them within the rounds.
+          minDurationMs: 2000,
+        },
+        () => w.mount(attributes, 'null', 60_000),
+      )
+      t.ok(out.answers.length > 1, `${out.answers.length} attempts`)
+    })
+  }
+
+  const keystores = (n: number, prefix: string): Array<Record<string, string>> =>
+    Array.from({ length: n }, (_, i) => ({
+      objectName: `${prefix}${i}`,
+      secretPath: 'secret/data/tenant-a/keystore',
+      format: 'pkcs12',
+    }))
+
+  await t.test('999 ordinary pkcs12 objects over one secret, 4 pods of the tenant at once', async (t) => {
+    // A new pod every attempt: no remembered refusal spares the daemon the work.
+    const objects = keystores(999, 'k')
+    const perPod = Array.from({ length: 400 }, (_, i) =>
+      w.attrs({ roleName: TENANT_ROLE, objects }, tenantPod(`keystores-${i}`)),
+    )
+    await attack(
+      t,
+      {
+        klass: '43.1',
+        name: '999 pkcs12 objects over one secret, 4 pods at once',
+        attempt: (i) => w.mount(perPod[i % perPod.length]!, 'null', 60_000),
+        concurrency: 4,
+        expect: { code: 'ResourceExhausted', message: [/render work budget/, /object "k\d+"/] },
+      },
+      () => w.mount(w.attrs({ roleName: TENANT_ROLE, objects }, tenantPod('keystores-cpu')), 'null', 60_000),
+    )
+  })
+
+  await t.test('100 ordinary pkcs12 objects (within the budget), 4 pods of the tenant at once', async (t) => {
+    const objects = keystores(100, 'p')
+    const perPod = Array.from({ length: 400 }, (_, i) =>
+      w.attrs({ roleName: TENANT_ROLE, objects }, tenantPod(`hundred-${i}`)),
+    )
+    const out = await attack(
+      t,
+      {
+        klass: '43.1',
+        name: '100 pkcs12 objects over one secret, 4 pods at once',
+        attempt: (i) => w.mount(perPod[i % perPod.length]!, 'null', 60_000),
+        concurrency: 4,
+        expect: { code: 'OK', message: [] },
+      },
+      () => w.mount(w.attrs({ roleName: TENANT_ROLE, objects }, tenantPod('hundred-cpu')), 'null', 60_000),
+    )
+    t.equal(out.answer.files.length, 100, 'the attacker gets its 100 keystores, slowly')
+  })
+
+  t.comment(
+    [
+      '| attack | answer | victim p50 / p99 (ms) | /health/live p50 / p99 (ms) | daemon CPU per attacking Mount (ms) |',
+      '|---|---|---|---|---|',
+      ...figures,
+    ].join('\n'),
+  )
+  await finishSuite(t, w, 'render')
+})
