@@ -82,16 +82,15 @@ export class FrameReader {
 
   /** The next frame's JSON value; throws FrameError on a closed connection, a timeout, a limit or bad JSON. */
   async next(timeoutMs: number): Promise<unknown> {
+    return parseFrame(await this.nextBytes(timeoutMs))
+  }
+
+  /** The next frame's bytes (without its header); throws FrameError like next(). */
+  async nextBytes(timeoutMs: number): Promise<Buffer> {
     const until = Date.now() + timeoutMs
     for (;;) {
       const frame = this.take()
-      if (frame !== undefined) {
-        try {
-          return JSON.parse(frame.toString('utf8')) as unknown
-        } catch {
-          throw new FrameError('a frame that is not JSON')
-        }
-      }
+      if (frame !== undefined) return frame
       if (this.failure) throw this.failure
       const left = until - Date.now()
       if (left <= 0) throw new FrameError(`no frame within ${timeoutMs} ms`)
@@ -106,12 +105,28 @@ export class FrameReader {
   }
 }
 
+/** A frame's JSON value; throws FrameError for bytes that are not JSON. */
+export function parseFrame(frame: Buffer): unknown {
+  try {
+    return JSON.parse(frame.toString('utf8')) as unknown
+  } catch {
+    throw new FrameError('a frame that is not JSON')
+  }
+}
+
 /** The frame's bytes (header and JSON) for `message`. */
 export function encodeFrame(message: unknown): Buffer {
-  const json = Buffer.from(JSON.stringify(message), 'utf8')
+  return encodeFrameBytes(Buffer.from(JSON.stringify(message), 'utf8'))
+}
+
+/** The frame (header and payload) for `payload`. */
+export function encodeFrameBytes(...payload: Buffer[]): Buffer {
   const header = Buffer.alloc(HEADER_BYTES)
-  header.writeUInt32BE(json.length, 0)
-  return Buffer.concat([header, json])
+  header.writeUInt32BE(
+    payload.reduce((n, b) => n + b.length, 0),
+    0,
+  )
+  return Buffer.concat([header, ...payload])
 }
 
 /** Writes one frame, waiting while the socket's buffer is full. */

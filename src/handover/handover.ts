@@ -9,7 +9,9 @@
  * The channel is a unix socket beside the Mount socket (`<endpoint>.handover`), mode 0600 like
  * it, so only the provider's user (or root) can connect. Node offers no way to read a unix
  * socket's peer credentials (SO_PEERCRED), so on top of that both processes prove that they
- * hold the same HMAC key (proof.ts); the key never crosses the socket.
+ * hold the same HMAC key (proof.ts); the key never crosses the socket. Everything after the
+ * proofs is sealed under keys bound to that handshake (channel.ts): a process that relays
+ * between the two sees ciphertext, and changing, dropping or adding a frame ends the transfer.
  *
  * The predecessor listens for its whole life. The successor, before it binds the Mount socket:
  * connects, authenticates, compares the settings under which the state is valid (declining it
@@ -27,7 +29,16 @@ import { bindOwnerOnly, prepareSocketPath, privateSocketPath, MAX_SOCKET_PATH_BY
 import { Deadline } from '../util/deadline.js'
 import type { ExportedSession } from '../vault/sessions/exported.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
-import { encodeFrame, FrameReader, writeFrame, type FrameLimits } from './frames.js'
+import { SEAL_OVERHEAD, SealedChannel } from './channel.js'
+import {
+  encodeFrame,
+  encodeFrameBytes,
+  FrameError,
+  FrameReader,
+  parseFrame,
+  writeFrame,
+  type FrameLimits,
+} from './frames.js'
 import { newNonce, proof, proofMatches, type Transcript } from './proof.js'
 import {
   entryFrame,
@@ -57,6 +68,15 @@ export const DEFAULT_HANDOVER_LIMITS: HandoverLimits = {
 
 /** How long each side waits for the other's next message (before the state itself). */
 export const STEP_TIMEOUT_MS = 10_000
+/**
+ * The unauthenticated part, hello to proof, ends within this on either side: a peer that says
+ * nothing or trickles is dropped, and a successor's start waits at most this long for it.
+ */
+export const HANDSHAKE_MS = 5_000
+/** Connections a predecessor keeps in their handshake at once; a newer one pushes the oldest out. */
+export const MAX_HANDSHAKES = 8
+/** The state itself, `begin` to `end`, crosses within this; then the rest starts cold. */
+export const TRANSFER_MS = 120_000
 /** The predecessor waits at most this long for its calls in flight before it sends its state. */
 export const DRAIN_WAIT_MS = 10_000
 /** The successor's new sessions wait at most this long for the state before they log in themselves. */
@@ -94,7 +114,8 @@ export interface StateHandoverOptions {
 /** The successor's open, authenticated connection to its predecessor, until it says `take`. */
 export interface Approach {
   readonly socket: net.Socket
-  readonly reader: FrameReader
+  /** Sealed under this handshake's keys. */
+  readonly channel: SealedChannel
   /** Lets the sessions held for the state go (the state is in, or will not come). */
   release(): void
   /** The Mount socket could not be bound: let the predecessor go on as it was. */
@@ -151,15 +172,46 @@ function settingsDiffer(own: HandoverSettings, theirs: HandoverSettings): string
   return undefined
 }
 
-async function expect<T extends Message['type']>(
-  reader: FrameReader,
-  type: T,
-  timeoutMs: number,
-): Promise<Extract<Message, { type: T }>> {
-  const m = parseMessage(await reader.next(timeoutMs))
+/** A deadline over several reads, named in the refusal it causes. */
+interface Bound {
+  until: number
+  what: string
+}
+
+function bound(ms: number, what: string): Bound {
+  return { until: Date.now() + ms, what: `${what} within ${ms} ms` }
+}
+
+/** One read, given what is left of `b` (at most `stepMs`). */
+async function within<T>(b: Bound, read: (ms: number) => Promise<T>, stepMs = STEP_TIMEOUT_MS): Promise<T> {
+  const left = b.until - Date.now()
+  if (left <= 0) throw new Refusal(`not ${b.what}`)
+  try {
+    return await read(Math.min(left, stepMs))
+  } catch (err) {
+    if (err instanceof FrameError && Date.now() >= b.until) throw new Refusal(`not ${b.what}`)
+    throw err
+  }
+}
+
+function expectType<T extends Message['type']>(m: Message, type: T): Extract<Message, { type: T }> {
   if (m.type === 'decline') throw new Refusal(`the other provider declined: ${m.reason}`)
   if (m.type !== type) throw new Refusal(`expected a ${type} message, got ${m.type}`)
   return m as Extract<Message, { type: T }>
+}
+
+async function expect<T extends Message['type']>(
+  channel: SealedChannel,
+  type: T,
+  b: Bound,
+  stepMs = STEP_TIMEOUT_MS,
+): Promise<Extract<Message, { type: T }>> {
+  return expectType(parseMessage(await within(b, (ms) => channel.next(ms), stepMs)), type)
+}
+
+/** A handshake message's JSON bytes: kept as sent, for the transcript the frame keys are bound to. */
+function handshakeBytes(message: Message): Buffer {
+  return Buffer.from(JSON.stringify(message), 'utf8')
 }
 
 function describe(err: unknown): string {
@@ -171,8 +223,10 @@ export class StateHandover {
   private readonly limits: HandoverLimits
   private readonly path: string | undefined
   private server: net.Server | undefined
-  /** A successor is being served, or has been: one handover per process. */
+  /** An authenticated successor is being served, or has been: one handover per process. */
   private busy = false
+  /** Connections in their handshake, oldest first. */
+  private readonly handshakes = new Set<net.Socket>()
   private handedOver = false
   /** Replaced or shutting down: offers nothing any more (its state is stale or gone). */
   private closed = false
@@ -183,8 +237,8 @@ export class StateHandover {
     this.path = handoverSocketPath(opts.endpoint)
   }
 
-  private key(): Promise<Buffer> {
-    return this.opts.hmacKey.get(Deadline.in(STEP_TIMEOUT_MS))
+  private key(ms = STEP_TIMEOUT_MS): Promise<Buffer> {
+    return this.opts.hmacKey.get(Deadline.in(ms))
   }
 
   // ------------------------------------------------------------------ the successor
@@ -217,16 +271,24 @@ export class StateHandover {
       return undefined
     }
     const reader = new FrameReader(socket, this.limits)
+    const started = Date.now()
     try {
       const key = await this.key().catch((err: unknown) => {
         throw new Refusal(`the HMAC key could not be read (${describe(err)})`)
       })
+      // A peer that holds the path and says nothing delays this start by at most HANDSHAKE_MS.
+      const handshake = bound(HANDSHAKE_MS, 'authenticated')
       const nonce = newNonce()
-      await writeFrame(
-        socket,
-        encodeFrame({ type: 'hello', protocol: PROTOCOL, version: PROTOCOL_VERSION, pid: process.pid, nonce }),
-      )
-      const challenge = await expect(reader, 'challenge', STEP_TIMEOUT_MS)
+      const hello = handshakeBytes({
+        type: 'hello',
+        protocol: PROTOCOL,
+        version: PROTOCOL_VERSION,
+        pid: process.pid,
+        nonce,
+      })
+      await writeFrame(socket, encodeFrameBytes(hello))
+      const challengeBytes = await within(handshake, (ms) => reader.nextBytes(ms))
+      const challenge = expectType(parseMessage(parseFrame(challengeBytes)), 'challenge')
       if (challenge.version !== PROTOCOL_VERSION) {
         throw new Refusal(
           `the running provider speaks handover version ${challenge.version}, this one ${PROTOCOL_VERSION}`,
@@ -243,19 +305,19 @@ export class StateHandover {
           "the running provider does not hold this provider's HMAC key (another -hmac-secret-name or -hmac-key-file, or another installation)",
         )
       }
-      await writeFrame(socket, encodeFrame({ type: 'proof', proof: proof(key, 'successor', t) }))
-      const { settings } = await expect(reader, 'settings', STEP_TIMEOUT_MS)
+      const answer = handshakeBytes({ type: 'proof', proof: proof(key, 'successor', t) })
+      await writeFrame(socket, encodeFrameBytes(answer))
+      const channel = SealedChannel.open('successor', socket, reader, key, t, [hello, challengeBytes, answer])
+      const { settings } = await expect(channel, 'settings', handshake)
       const differ = settingsDiffer(this.opts.settings, settings)
       if (differ !== undefined) {
-        await writeFrame(socket, encodeFrame({ type: 'decline', reason: `settings differ: ${differ}` })).catch(
-          () => undefined,
-        )
+        await channel.send({ type: 'decline', reason: `settings differ: ${differ}` }).catch(() => undefined)
         throw new Refusal(`its state was made under other settings: ${differ}`)
       }
-      return this.holdSessions(socket, reader)
+      return this.holdSessions(socket, channel)
     } catch (err) {
       socket.destroy()
-      this.refused(describe(err))
+      this.refused(describe(err), Date.now() - started)
       return undefined
     }
   }
@@ -265,7 +327,7 @@ export class StateHandover {
    * the Mount socket is bound, so no Mount reaching this process logs in for an identity the
    * predecessor is about to hand over.
    */
-  private holdSessions(socket: net.Socket, reader: FrameReader): Approach {
+  private holdSessions(socket: net.Socket, channel: SealedChannel): Approach {
     let release!: () => void
     const released = new Promise<void>((resolve) => {
       release = resolve
@@ -276,7 +338,7 @@ export class StateHandover {
     this.opts.pool.holdSessionsUntil(released)
     return {
       socket,
-      reader,
+      channel,
       release,
       abandon: () => {
         socket.destroy()
@@ -285,8 +347,8 @@ export class StateHandover {
     }
   }
 
-  private refused(why: string): void {
-    this.opts.logger.warn({ why }, 'state handover refused; starting cold')
+  private refused(why: string, durationMs: number): void {
+    this.opts.logger.warn({ why, durationMs }, 'state handover refused; starting cold')
   }
 
   /**
@@ -308,7 +370,7 @@ export class StateHandover {
   }
 
   private async receive(approach: Approach): Promise<HandoverCounts> {
-    const { socket, reader } = approach
+    const { socket, channel } = approach
     const { logger, pool, observer } = this.opts
     const started = Date.now()
     const counts = emptyCounts()
@@ -332,9 +394,10 @@ export class StateHandover {
       counts.lease.expired += result.entries.leases.expired
     }
     try {
-      await writeFrame(socket, encodeFrame({ type: 'take' }))
+      await channel.send({ type: 'take' })
       // The predecessor first finishes its calls in flight (at most DRAIN_WAIT_MS).
-      const begin = await expect(reader, 'begin', DRAIN_WAIT_MS + STEP_TIMEOUT_MS)
+      const drain = DRAIN_WAIT_MS + STEP_TIMEOUT_MS
+      const begin = await expect(channel, 'begin', bound(drain, 'begun'), drain)
       announced = { sessions: begin.sessions, leases: begin.leases }
       if (begin.sessions > this.limits.maxSessions || begin.leases > this.limits.maxEntries) {
         throw new Refusal(
@@ -343,8 +406,9 @@ export class StateHandover {
       }
       let sessions = 0
       let entries = 0
+      const transfer = bound(TRANSFER_MS, 'all sent')
       for (;;) {
-        const m = parseMessage(await reader.next(STEP_TIMEOUT_MS))
+        const m = parseMessage(await within(transfer, (ms) => channel.next(ms)))
         if (m.type === 'end') break
         if (m.type === 'session') {
           if (current) await settle(current)
@@ -416,44 +480,53 @@ export class StateHandover {
     const { logger } = this.opts
     // A peer that resets the connection must not take the process down (the reader reports it).
     socket.on('error', () => undefined)
-    if (this.busy) {
-      await writeFrame(socket, encodeFrame({ type: 'decline', reason: 'another successor is being served' })).catch(
-        () => undefined,
-      )
-      socket.end()
-      return
+    // Connections still in their handshake do not keep a successor out: several may run at once,
+    // each within HANDSHAKE_MS, and past MAX_HANDSHAKES a newer one pushes the oldest out.
+    if (this.handshakes.size >= MAX_HANDSHAKES) {
+      const oldest = this.handshakes.values().next().value
+      this.handshakes.delete(oldest!)
+      oldest?.destroy()
     }
-    this.busy = true
+    this.handshakes.add(socket)
     const reader = new FrameReader(socket, { maxFrameBytes: 64 * 1024, maxTotalBytes: 1024 * 1024 })
+    let channel: SealedChannel | undefined
+    let mine = false
     let handedOver = false
     try {
-      const hello = await expect(reader, 'hello', STEP_TIMEOUT_MS)
+      const handshake = bound(HANDSHAKE_MS, 'authenticated')
+      const helloBytes = await within(handshake, (ms) => reader.nextBytes(ms))
+      const hello = expectType(parseMessage(parseFrame(helloBytes)), 'hello')
       if (hello.protocol !== PROTOCOL || hello.version !== PROTOCOL_VERSION) {
         throw new Refusal(`handover version ${hello.version}, this provider speaks ${PROTOCOL_VERSION}`)
       }
-      const key = await this.key()
+      const key = await this.key(Math.max(1, handshake.until - Date.now()))
       const t: Transcript = {
         successorNonce: hello.nonce,
         predecessorNonce: newNonce(),
         successorPid: hello.pid,
         predecessorPid: process.pid,
       }
-      await writeFrame(
-        socket,
-        encodeFrame({
-          type: 'challenge',
-          version: PROTOCOL_VERSION,
-          pid: process.pid,
-          nonce: t.predecessorNonce,
-          proof: proof(key, 'predecessor', t),
-        }),
-      )
-      const answer = await expect(reader, 'proof', STEP_TIMEOUT_MS)
+      const challenge = handshakeBytes({
+        type: 'challenge',
+        version: PROTOCOL_VERSION,
+        pid: process.pid,
+        nonce: t.predecessorNonce,
+        proof: proof(key, 'predecessor', t),
+      })
+      await writeFrame(socket, encodeFrameBytes(challenge))
+      const proofBytes = await within(handshake, (ms) => reader.nextBytes(ms))
+      const answer = expectType(parseMessage(parseFrame(proofBytes)), 'proof')
       if (!proofMatches(key, 'successor', t, answer.proof)) {
         throw new Refusal("the connecting process does not hold this provider's HMAC key")
       }
-      await writeFrame(socket, encodeFrame({ type: 'settings', settings: this.opts.settings }))
-      await expect(reader, 'take', STEP_TIMEOUT_MS)
+      this.handshakes.delete(socket)
+      channel = SealedChannel.open('predecessor', socket, reader, key, t, [helloBytes, challenge, proofBytes])
+      // One successor at a time, and only one that has proven the key can be it.
+      if (this.busy) throw new Refusal('another successor is being served')
+      this.busy = true
+      mine = true
+      await channel.send({ type: 'settings', settings: this.opts.settings })
+      await expect(channel, 'take', bound(STEP_TIMEOUT_MS, 'taken'))
       // Hand the socket over and finish the calls in flight first: then nothing sent changes.
       let timer: NodeJS.Timeout | undefined
       const waited = await Promise.race([
@@ -464,43 +537,53 @@ export class StateHandover {
       ]).finally(() => clearTimeout(timer))
       if (waited === false) throw new Refusal('the successor does not serve the Mount socket')
       handedOver = true
-      await this.send(socket)
+      await this.send(socket, channel)
     } catch (err) {
       if (!handedOver) {
         logger.info({ why: describe(err) }, 'no state handed over to the connecting process')
-        await writeFrame(socket, encodeFrame({ type: 'decline', reason: describe(err) })).catch(() => undefined)
+        // Sealed once there are keys: after the proofs, the successor takes nothing plain.
+        const decline = { type: 'decline', reason: describe(err) }
+        await (channel ? channel.send(decline) : writeFrame(socket, encodeFrame(decline))).catch(() => undefined)
       } else {
         logger.warn({ why: describe(err) }, 'state handover to the new provider broke off')
       }
     } finally {
+      this.handshakes.delete(socket)
       socket.end()
-      if (!handedOver) this.busy = false
+      if (mine && !handedOver) this.busy = false
     }
   }
 
   /** Marks everything as handed over (this process never revokes it from now on) and streams it. */
-  private async send(socket: net.Socket): Promise<void> {
+  private async send(socket: net.Socket, channel: SealedChannel): Promise<void> {
     const started = Date.now()
     this.handedOver = true
     // No second successor: this process has nothing left to give.
     this.close()
+    // A successor that stops reading cannot hold this process's writes for ever.
+    const timer = setTimeout(() => socket.destroy(), TRANSFER_MS)
+    timer.unref()
     const sessions = this.opts.pool.exportState()
     const leases = sessions.reduce((n, s) => n + leasesOf(s), 0)
-    await writeFrame(socket, encodeFrame({ type: 'begin', sessions: sessions.length, leases }))
     let skipped = 0
-    for (const s of sessions) {
-      await writeFrame(socket, encodeFrame(sessionFrame(s)))
-      for (const e of s.entries) {
-        const frame = encodeFrame(entryFrame(e))
-        // Larger than the successor reads (an answer over -max-vault-response-size's default): it reads it again.
-        if (frame.length - 4 > this.limits.maxFrameBytes) {
-          skipped += 1
-          continue
+    try {
+      await channel.send({ type: 'begin', sessions: sessions.length, leases })
+      for (const s of sessions) {
+        await channel.send(sessionFrame(s))
+        for (const e of s.entries) {
+          const json = Buffer.from(JSON.stringify(entryFrame(e)), 'utf8')
+          // Larger than the successor reads (an answer over -max-vault-response-size's default): it reads it again.
+          if (json.length + SEAL_OVERHEAD > this.limits.maxFrameBytes) {
+            skipped += 1
+            continue
+          }
+          await channel.sendJson(json)
         }
-        await writeFrame(socket, frame)
       }
+      await channel.send({ type: 'end' })
+    } finally {
+      clearTimeout(timer)
     }
-    await writeFrame(socket, encodeFrame({ type: 'end' }))
     this.opts.logger.info(
       { identities: sessions.length, leases, tooLarge: skipped, durationMs: Date.now() - started },
       'handed over the state of this provider to the new provider',

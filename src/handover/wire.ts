@@ -11,8 +11,8 @@ import type { VaultIdentity } from '../vault/sessions/session.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 export const PROTOCOL = 'vault-csi-provider-handover'
-/** The version of the messages and of the state they carry; a successor refuses any other. */
-export const PROTOCOL_VERSION = 1
+/** The version of the messages and of the state they carry; a successor refuses any other (2: sealed frames). */
+export const PROTOCOL_VERSION = 2
 
 /** The settings under which the state is valid: the successor refuses it when its own differ. */
 export interface HandoverSettings {

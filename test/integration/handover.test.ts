@@ -6,9 +6,10 @@ import { writeFile } from 'node:fs/promises'
 import net from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { encodeFrame, FrameReader } from '../../src/handover/frames.js'
+import { SealedChannel } from '../../src/handover/channel.js'
+import { encodeFrameBytes, FrameReader, parseFrame } from '../../src/handover/frames.js'
 import { proof, type Transcript } from '../../src/handover/proof.js'
-import { parseMessage } from '../../src/handover/wire.js'
+import { parseMessage, PROTOCOL_VERSION } from '../../src/handover/wire.js'
 import { DEFAULT_POLICY, Fixture, type MountOutcome, type PodSpec } from '../support/fixture.js'
 import { findLeaks } from '../support/leaks.js'
 import { configurePki } from '../support/pki.js'
@@ -291,13 +292,19 @@ t.test(
 
 /**
  * A predecessor of the test's own making at the handover socket: it authenticates with the
- * successor's key as a real one would, then sends what `misbehave` writes.
+ * successor's key as a real one would (sealing what follows), then sends what `misbehave` writes.
  */
-async function fakePredecessor(t: Test, dir: string, key: Buffer, misbehave: (s: net.Socket) => void): Promise<void> {
+async function fakePredecessor(
+  t: Test,
+  dir: string,
+  key: Buffer,
+  misbehave: (s: net.Socket, c: SealedChannel) => Promise<void>,
+): Promise<void> {
   const server = net.createServer((socket) => {
     const reader = new FrameReader(socket, { maxFrameBytes: 1 << 20, maxTotalBytes: 1 << 22 })
     void (async () => {
-      const hello = parseMessage(await reader.next(10_000))
+      const helloBytes = await reader.nextBytes(10_000)
+      const hello = parseMessage(parseFrame(helloBytes))
       if (hello.type !== 'hello') throw new Error('expected hello')
       const tr: Transcript = {
         successorNonce: hello.nonce,
@@ -305,30 +312,30 @@ async function fakePredecessor(t: Test, dir: string, key: Buffer, misbehave: (s:
         successorPid: hello.pid,
         predecessorPid: process.pid,
       }
-      socket.write(
-        encodeFrame({
+      const challenge = Buffer.from(
+        JSON.stringify({
           type: 'challenge',
-          version: 1,
+          version: PROTOCOL_VERSION,
           pid: process.pid,
           nonce: tr.predecessorNonce,
           proof: proof(key, 'predecessor', tr),
         }),
       )
-      await reader.next(10_000)
-      socket.write(
-        encodeFrame({
-          type: 'settings',
-          settings: {
-            vaultAddress: fx.bao.addr,
-            vaultNamespace: '',
-            authMount: 'kubernetes',
-            identityScope: 'pod',
-            shareDynamicSecrets: false,
-          },
-        }),
-      )
-      await reader.next(10_000)
-      misbehave(socket)
+      socket.write(encodeFrameBytes(challenge))
+      const answer = await reader.nextBytes(10_000)
+      const channel = SealedChannel.open('predecessor', socket, reader, key, tr, [helloBytes, challenge, answer])
+      await channel.send({
+        type: 'settings',
+        settings: {
+          vaultAddress: fx.bao.addr,
+          vaultNamespace: '',
+          authMount: 'kubernetes',
+          identityScope: 'pod',
+          shareDynamicSecrets: false,
+        },
+      })
+      await channel.next(10_000)
+      await misbehave(socket, channel)
     })().catch(() => socket.destroy())
   })
   await new Promise<void>((resolve) => server.listen(join(dir, 'vault.sock.handover'), resolve))
@@ -338,26 +345,24 @@ async function fakePredecessor(t: Test, dir: string, key: Buffer, misbehave: (s:
 t.test('oversized or malformed state is refused, and the successor serves cold', async (t) => {
   const header = Buffer.alloc(4)
   header.writeUInt32BE(512 * 1024 * 1024)
-  const cases: Array<{ name: string; send: (s: net.Socket) => void; why: string }> = [
-    { name: 'a frame of 512 MiB', send: (s) => s.write(header), why: 'more than' },
+  const cases: Array<{ name: string; send: (s: net.Socket, c: SealedChannel) => Promise<void>; why: string }> = [
+    { name: 'a frame of 512 MiB', send: async (s) => void s.write(header), why: 'more than' },
     {
       name: 'more identities than a node holds',
-      send: (s) => s.write(encodeFrame({ type: 'begin', sessions: 10_000_000, leases: 0 })),
+      send: (_, c) => c.send({ type: 'begin', sessions: 10_000_000, leases: 0 }),
       why: 'more than 20000',
     },
     {
       name: 'a malformed identity',
-      send: (s) => {
-        s.write(encodeFrame({ type: 'begin', sessions: 1, leases: 0 }))
-        s.write(
-          encodeFrame({ type: 'session', session: { identity: 'x', token: {}, earlierTokens: [], lastUsedAt: 0 } }),
-        )
+      send: async (_, c) => {
+        await c.send({ type: 'begin', sessions: 1, leases: 0 })
+        await c.send({ type: 'session', session: { identity: 'x', token: {}, earlierTokens: [], lastUsedAt: 0 } })
       },
       why: 'identity is not an object',
     },
     {
       name: 'a frame that is not JSON',
-      send: (s) => s.write(Buffer.concat([Buffer.from([0, 0, 0, 3]), Buffer.from('{{{')])),
+      send: (_, c) => c.sendJson(Buffer.from('{{{')),
       why: 'not JSON',
     },
   ]

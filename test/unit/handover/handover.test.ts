@@ -3,16 +3,18 @@
 // runs the daemons). Sessions asked for during the transfer wait for it.
 import { randomBytes } from 'node:crypto'
 import { stat } from 'node:fs/promises'
+import net from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
-import { StateHandover, type StateHandoverOptions } from '../../../src/handover/handover.js'
+import { MAX_HANDSHAKES, StateHandover, type StateHandoverOptions } from '../../../src/handover/handover.js'
 import type { HandoverSettings } from '../../../src/handover/wire.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import type { VaultIdentity } from '../../../src/vault/sessions/session.js'
 import { FakeVault, fakePoolOptions, gate, loginAnswer } from '../../support/fake-vault.js'
+import { startRelay, type Tamper } from '../../support/handover-relay.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 const settings: HandoverSettings = {
@@ -161,4 +163,133 @@ t.test('another key or other settings: no state, the successor starts cold and s
   const approach = await next.handover.approach()
   t.ok(approach, 'a rightful successor still gets it')
   approach?.abandon()
+})
+
+/** A predecessor that has read a credential and listens, and a relay in front of its handover socket. */
+async function relayed(t: Test, tamper?: Tamper) {
+  const dir = await tempDirFor(t)
+  const endpoint = join(dir, 'vault.sock')
+  const v = vault()
+  const old = await side(t, endpoint, v)
+  await readCreds(old.pool)
+  await old.handover.takeOver(undefined)
+  const relay = await startRelay(`${endpoint}.handover`, tamper)
+  t.teardown(() => relay.close())
+  const next = await side(t, endpoint, v)
+  return { v, old, next, relay }
+}
+
+const flip = (b: Buffer): Buffer => {
+  const c = Buffer.from(b)
+  c[c.length >> 1]! ^= 0x01
+  return c
+}
+
+t.test('a relay between the two passes ciphertext only', async (t) => {
+  const { v, next, relay } = await relayed(t)
+  const counts = await next.handover.takeOver(await next.handover.approach())
+  t.same(counts?.identity, { taken_over: 1, refused: 0, expired: 0 }, 'relayed unchanged, the state arrives')
+  t.equal(relay.connections(), 1, 'through the relay')
+  const seen = relay.recorded()
+  for (const clear of ['hvs.t', 'database/creds/app/l', 'username', 'web-0', 'settings', 'vault.test']) {
+    t.equal(seen.includes(Buffer.from(clear)), false, `the relay never saw ${JSON.stringify(clear)}`)
+  }
+  t.equal(v.count(/login$/), 1, 'no login of its own')
+})
+
+t.test(
+  'a frame changed, dropped, repeated, swapped or added: the transfer fails, the successor starts cold',
+  async (t) => {
+    // From the predecessor: 0 challenge, 1 settings, 2 begin, 3 session, 4 entry, 5 end.
+    let held: Buffer | undefined
+    const cases: Array<[string, Tamper]> = [
+      ['the identity flipped', (f) => [f.from === 'predecessor' && f.index === 3 ? flip(f.payload) : f.payload]],
+      ['the identity dropped', (f) => (f.from === 'predecessor' && f.index === 3 ? [] : [f.payload])],
+      ['begin repeated', (f) => (f.from === 'predecessor' && f.index === 2 ? [f.payload, f.payload] : [f.payload])],
+      [
+        'identity and entry swapped',
+        (f) => {
+          if (f.from !== 'predecessor' || f.index < 3 || f.index > 4) return [f.payload]
+          if (f.index === 3) {
+            held = f.payload
+            return []
+          }
+          return [f.payload, held!]
+        },
+      ],
+      [
+        'a frame added',
+        (f) =>
+          f.from === 'predecessor' && f.index === 3
+            ? [Buffer.concat([Buffer.alloc(1), randomBytes(60)]), f.payload]
+            : [f.payload],
+      ],
+      ['the end dropped', (f) => (f.from === 'predecessor' && f.index === 5 ? [] : [f.payload])],
+    ]
+    for (const [name, tamper] of cases) {
+      const { v, old, next, relay } = await relayed(t, tamper)
+      const approach = await next.handover.approach()
+      t.ok(approach, `${name}: the handshake passed the relay`)
+      // The end dropped: the relay holds the connection open; the predecessor ends it once sent.
+      const counts = await next.handover.takeOver(approach)
+      t.equal(counts?.identity.taken_over, 0, `${name}: nothing taken over`)
+      const line = next.lines.find((l) => l.msg === 'state handover ended early; the rest starts cold')
+      t.match(line?.why, name === 'the end dropped' ? 'closed' : 'does not open', `${name}: the log line says why`)
+      await readCreds(next.pool)
+      t.equal(v.count(/login$/), 2, `${name}: the successor logs in itself`)
+      await until(`${name}: the predecessor done`, () =>
+        old.lines.some((l) => l.msg === 'handed over the state of this provider to the new provider'),
+      )
+      await relay.close()
+    }
+  },
+)
+
+t.test('a relay that changes the handshake or the settings: refused before anything is sent', async (t) => {
+  const rewrite =
+    (field: 'pid' | 'nonce', value: unknown): Tamper =>
+    (f) => {
+      if (f.from !== 'successor' || f.index !== 0) return [f.payload]
+      const hello = JSON.parse(f.payload.toString()) as Record<string, unknown>
+      return [Buffer.from(JSON.stringify({ ...hello, [field]: value }))]
+    }
+  const cases: Array<[string, Tamper, string]> = [
+    ["the relay's own PID in the hello", rewrite('pid', 1), 'HMAC key'],
+    ["the relay's own nonce in the hello", rewrite('nonce', randomBytes(32).toString('base64')), 'HMAC key'],
+    [
+      'the settings flipped',
+      (f) => [f.from === 'predecessor' && f.index === 1 ? flip(f.payload) : f.payload],
+      'does not open',
+    ],
+  ]
+  for (const [name, tamper, why] of cases) {
+    const { next, old } = await relayed(t, tamper)
+    t.equal(await next.handover.approach(), undefined, `${name}: starts cold`)
+    t.match(next.lines.find((l) => l.msg === 'state handover refused; starting cold')?.why, why, `${name}: says why`)
+    t.notOk(
+      old.lines.some((l) => l.msg === 'handed over the state of this provider to the new provider'),
+      `${name}: the predecessor kept its state`,
+    )
+  }
+})
+
+t.test('connections that say nothing do not keep the successor out', async (t) => {
+  const dir = await tempDirFor(t)
+  const endpoint = join(dir, 'vault.sock')
+  const v = vault()
+  const old = await side(t, endpoint, v)
+  await readCreds(old.pool)
+  await old.handover.takeOver(undefined)
+  // More idle connections than the predecessor keeps, and one that trickles a hello.
+  const idle = Array.from({ length: MAX_HANDSHAKES + 2 }, () => net.connect({ path: `${endpoint}.handover` }))
+  for (const s of idle) {
+    s.on('error', () => undefined)
+    t.teardown(() => s.destroy())
+  }
+  await Promise.all(idle.map((s) => new Promise((r) => (s.readyState === 'open' ? r(s) : s.once('connect', r)))))
+  idle[0]!.write(Buffer.from([0, 0, 0, 200, 0x7b]))
+  const next = await side(t, endpoint, v)
+  const counts = await next.handover.takeOver(await next.handover.approach())
+  t.same(counts?.identity, { taken_over: 1, refused: 0, expired: 0 }, 'the successor took the state over')
+  t.equal(v.count(/login$/), 1, 'no login of its own')
 })
