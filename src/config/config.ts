@@ -66,6 +66,8 @@ export interface VaultTlsConfig {
 export interface VaultDefaults {
   address?: string
   namespace?: string
+  /** -vault-auth-namespace: the namespace of the login when it is not `namespace`. */
+  authNamespace?: string
   authMount: string
   tls: VaultTlsConfig
 }
@@ -237,6 +239,11 @@ export function parseEndpoints(raw: string): ProviderEndpoint[] {
 }
 
 /** A setting's value when `problem` finds nothing wrong with it. */
+/** `{ [key]: value }`, or nothing when the value is unset: a configuration without it stays as it was. */
+function optionalField<K extends string>(key: K, value: string | undefined): { [k in K]?: string } {
+  return value === undefined ? {} : ({ [key]: value } as { [k in K]?: string })
+}
+
 function checked(given: Sourced<string> | undefined, problem: (raw: string) => string | undefined): string | undefined {
   if (given === undefined) return undefined
   const issue = problem(given.value)
@@ -511,6 +518,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     vault: {
       address: vaultAddress?.value,
       namespace: checked(setting('vault-namespace'), namespaceProblem),
+      ...optionalField('authNamespace', checked(setting('vault-auth-namespace'), namespaceProblem)),
       authMount: parseAuthMountFlag(setting('vault-mount')),
       tls: {
         caCertPath: setting('vault-tls-ca-cert')?.value,

@@ -118,6 +118,16 @@ export const FLAGS = [
     meaning: 'the default Vault namespace',
   },
   {
+    name: 'vault-auth-namespace',
+    kind: 'string',
+    env: undefined,
+    // openbao-csi-provider has no such flag: no name of its own to accept.
+    openbaoName: undefined,
+    openbaoEnv: undefined,
+    origin: 'ours',
+    meaning: 'the default namespace of the login, when it is not the namespace of the reads',
+  },
+  {
     name: 'vault-tls-ca-cert',
     kind: 'string',
     env: 'VAULT_CACERT',

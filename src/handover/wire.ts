@@ -119,7 +119,7 @@ function settings(v: unknown): HandoverSettings {
 
 function identity(v: unknown): VaultIdentity {
   const f = fields(v, 'identity', ['connection', 'authMount', 'role', 'audience', 'pod'])
-  const c = fields(f.connection, 'identity.connection', ['address', 'tls'], ['namespace'])
+  const c = fields(f.connection, 'identity.connection', ['address', 'tls'], ['namespace', 'authNamespace'])
   const tls = fields(
     c.tls,
     'identity.connection.tls',
@@ -128,6 +128,7 @@ function identity(v: unknown): VaultIdentity {
   )
   const pod = fields(f.pod, 'identity.pod', ['namespace', 'name', 'uid', 'serviceAccount'])
   const namespace = optionalStr(c.namespace, 'identity.connection.namespace', MAX_NAME)
+  const authNamespace = optionalStr(c.authNamespace, 'identity.connection.authNamespace', MAX_NAME)
   const tlsOut: VaultIdentity['connection']['tls'] = { skipVerify: bool(tls.skipVerify, 'tls.skipVerify') }
   for (const k of ['caCertPath', 'caDirectory', 'serverName', 'clientCertPath', 'clientKeyPath'] as const) {
     const value = optionalStr(tls[k], `tls.${k}`, MAX_PATH)
@@ -137,6 +138,7 @@ function identity(v: unknown): VaultIdentity {
     connection: {
       address: str(c.address, 'identity.connection.address', MAX_ADDRESS),
       ...(namespace === undefined ? {} : { namespace }),
+      ...(authNamespace === undefined ? {} : { authNamespace }),
       tls: tlsOut,
     },
     authMount: str(f.authMount, 'identity.authMount', MAX_NAME),

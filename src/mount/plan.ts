@@ -1,8 +1,8 @@
 /**
  * Objects -> the distinct Vault requests of one Mount. Objects that name the
- * same (method, path, query, secretArgs) share one call, so a database
+ * same (method, path, query, secretArgs, namespace) share one call, so a database
  * username and password come from one lease; different secretArgs (two PKI
- * common names) are different calls.
+ * common names) or namespaces are different calls.
  */
 import { canonicalJson } from '../util/canonical-json.js'
 import type { SecretObject } from '../request/types.js'
@@ -16,11 +16,20 @@ export interface PlannedRequest {
   objectIndexes: number[]
 }
 
+/**
+ * The key coalescing and every cache use for the object's request, within one identity (whose key
+ * holds the Mount's namespace): an object's own namespace is part of it, so that the same path in
+ * two namespaces is two reads and two kept answers. Without one the key is what it always was (a
+ * handed-over cache entry is found again).
+ */
 export function requestKey(obj: SecretObject): string {
-  return canonicalJson([obj.method, obj.secretPath, obj.query, obj.secretArgs ?? null])
+  const parts: unknown[] = [obj.method, obj.secretPath, obj.query, obj.secretArgs ?? null]
+  if (obj.namespace !== undefined) parts.push({ namespace: obj.namespace })
+  return canonicalJson(parts)
 }
 
-export function planRequests(objects: readonly SecretObject[]): PlannedRequest[] {
+/** `namespace`: the Mount's namespace of reads (undefined: the connection's), for objects naming none. */
+export function planRequests(objects: readonly SecretObject[], namespace?: string): PlannedRequest[] {
   const byKey = new Map<string, PlannedRequest>()
   objects.forEach((obj, index) => {
     const key = requestKey(obj)
@@ -29,11 +38,10 @@ export function planRequests(objects: readonly SecretObject[]): PlannedRequest[]
       existing.objectIndexes.push(index)
       return
     }
-    byKey.set(key, {
-      key,
-      request: { method: obj.method, path: obj.secretPath, query: obj.query, body: obj.secretArgs },
-      objectIndexes: [index],
-    })
+    const request: VaultRequest = { method: obj.method, path: obj.secretPath, query: obj.query, body: obj.secretArgs }
+    const readIn = obj.namespace ?? namespace
+    if (readIn !== undefined) request.namespace = readIn
+    byKey.set(key, { key, request, objectIndexes: [index] })
   })
   return [...byKey.values()]
 }

@@ -64,5 +64,12 @@ export const OBJECT_FIELDS: readonly ObjectFieldSpec[] = [
     added: true,
     meaning: 'true: when Vault answers that the secret does not exist, the Mount goes on without this object',
   },
+  {
+    name: 'namespace',
+    kind: 'string',
+    legacy: false,
+    added: true,
+    meaning: "the Vault namespace this object is read in, instead of the Mount's (vaultNamespace)",
+  },
   { name: 'objectVersion', kind: 'string', legacy: true, added: false, meaning: 'legacy: accepted and ignored' },
 ]

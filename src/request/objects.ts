@@ -22,6 +22,8 @@ import {
   type SecretObject,
 } from './types.js'
 import { canonicalJson } from '../util/canonical-json.js'
+import { namespaceProblem } from '../config/vault-address.js'
+import { MAX_NAME_PARAMETER_CHARS } from './parameters.js'
 import { isPlainObject } from '../util/plain-object.js'
 
 export const MAX_OBJECTS = 1000
@@ -240,7 +242,7 @@ function parseObject(index: number, entry: unknown): SecretObject {
   if (!hasPath && template === undefined) throw objectError(index, name, 'secretPath is missing or not a string')
   if (hasPath && rawPath === undefined) throw objectError(index, name, 'secretPath is missing or not a string')
   if (!hasPath) {
-    for (const field of ['method', 'secretArgs', 'secretKey', 'secretKeyPath', 'encoding']) {
+    for (const field of ['method', 'secretArgs', 'secretKey', 'secretKeyPath', 'encoding', 'namespace']) {
       if (fields[field] !== undefined && fields[field] !== null && fields[field] !== '') {
         throw objectError(
           index,
@@ -338,13 +340,28 @@ function parseObject(index: number, entry: unknown): SecretObject {
   }
   const passwordObject = parsePasswordObject(index, name, fields.passwordObject, format)
   const optional = parseOptional(index, name, fields.optional)
+  const namespace = parseObjectNamespace(index, name, fields.namespace)
   // New fields only when set: objects without them stay exactly as before.
   if (secretKeyPath !== undefined) object.secretKeyPath = secretKeyPath
   if (format !== undefined) object.format = format
   if (template !== undefined) object.template = template
   if (passwordObject !== undefined) object.passwordObject = passwordObject
   if (optional) object.optional = true
+  if (namespace !== undefined) object.namespace = namespace
   return object
+}
+
+/** `namespace`: a Vault namespace path, bounded like the vaultNamespace parameter; empty means the Mount's. */
+function parseObjectNamespace(index: number, name: string, value: unknown): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined
+  const text = scalarString(value)
+  if (text === undefined) throw objectError(index, name, 'namespace must be a string')
+  if (text.length > MAX_NAME_PARAMETER_CHARS) {
+    throw objectError(index, name, `namespace is longer than ${MAX_NAME_PARAMETER_CHARS} characters`)
+  }
+  const problem = namespaceProblem(text)
+  if (problem !== undefined) throw objectError(index, name, `namespace ${q(text, 40)} ${problem}`)
+  return text
 }
 
 function parsePasswordObject(

@@ -24,6 +24,7 @@ export type ParameterKey =
   | 'roleName'
   | 'address'
   | 'namespace'
+  | 'authNamespace'
   | 'authMountPath'
   | 'kubernetesMountPath'
   | 'audience'
@@ -87,7 +88,15 @@ export const PARAMETERS: readonly ParameterSpec[] = [
     kind: 'name',
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
-    meaning: 'the namespace of the login and every read',
+    meaning: 'the namespace of every read, and of the login unless the auth namespace is set',
+  },
+  {
+    key: 'authNamespace',
+    names: prefixed('AuthNamespace'),
+    kind: 'name',
+    maxChars: MAX_NAME_PARAMETER_CHARS,
+    legacy: false,
+    meaning: 'the namespace of the login, when it is not the namespace of the reads',
   },
   {
     key: 'authMountPath',

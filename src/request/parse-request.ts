@@ -268,11 +268,12 @@ function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefault
 
 function parseNamespace(
   attrs: ReadonlyMap<string, string>,
-  defaults: VaultDefaults,
+  fallback: string | undefined,
   flavour: ProviderFlavour,
+  key: 'namespace' | 'authNamespace' = 'namespace',
 ): string | undefined {
-  const given = readParameter(attrs, 'namespace', flavour)
-  if (given === undefined) return defaults.namespace
+  const given = readParameter(attrs, key, flavour)
+  if (given === undefined) return fallback
   const problem = namespaceProblem(given.value)
   if (problem !== undefined) {
     throw new ProviderError('BAD_PARAMETER', `parameter ${q(given.name)} ${q(given.value, 40)} ${problem}`)
@@ -282,6 +283,24 @@ function parseNamespace(
 
 function parseAudience(attrs: ReadonlyMap<string, string>, flavour: ProviderFlavour): string {
   return readParameter(attrs, 'audience', flavour)?.value ?? FLAVOURS[flavour].defaultAudience
+}
+
+/** The Mount's connection: its address, the namespaces of its reads and of its login, and its TLS settings. */
+function parseConnection(
+  attrs: ReadonlyMap<string, string>,
+  address: string,
+  defaults: VaultDefaults,
+  flavour: ProviderFlavour,
+): VaultConnection {
+  const namespace = parseNamespace(attrs, defaults.namespace, flavour)
+  const authNamespace = parseNamespace(attrs, defaults.authNamespace, flavour, 'authNamespace')
+  return {
+    address,
+    namespace,
+    // Only when it differs: a login in the reads' namespace is the connection as it always was.
+    ...(authNamespace === undefined || authNamespace === (namespace ?? '') ? {} : { authNamespace }),
+    tls: parseTls(attrs, defaults.tls, flavour),
+  }
 }
 
 /** Where and how a Mount logs in to Vault, as a SecretProviderClass and the provider's flags say. */
@@ -308,11 +327,7 @@ export function parseVaultSettings(
   const attrs: ReadonlyMap<string, string> = new Map(Object.entries(parameters))
   const address = parseAddress(attrs, defaults, flavour)
   return {
-    vault: {
-      address,
-      namespace: parseNamespace(attrs, defaults, flavour),
-      tls: parseTls(attrs, defaults.tls, flavour),
-    },
+    vault: parseConnection(attrs, address, defaults, flavour),
     authMount: parseAuthMount(attrs, defaults.authMount, flavour),
     audience: parseAudience(attrs, flavour),
     roleName: readParameter(attrs, 'roleName', flavour)?.value,
@@ -369,11 +384,7 @@ export function parseMountRequest(
     roleName,
     authMount: parseAuthMount(attrs, defaults.authMount, flavour),
     audience: parseAudience(attrs, flavour),
-    vault: {
-      address,
-      namespace: parseNamespace(attrs, defaults, flavour),
-      tls: parseTls(attrs, defaults.tls, flavour),
-    },
+    vault: parseConnection(attrs, address, defaults, flavour),
     objects,
     defaultMode,
     podTokens,

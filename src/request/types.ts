@@ -36,6 +36,8 @@ export interface SecretObject {
   passwordObject?: string
   /** When Vault answers that its secret does not exist (404), the Mount goes on without it. */
   optional?: true
+  /** The namespace this object is read in, instead of the Mount's (`vaultNamespace`). */
+  namespace?: string
   encoding: Encoding
   /** Absent means the request's default permission. */
   filePermission?: number
@@ -50,8 +52,16 @@ export interface SecretObject {
 
 export interface VaultConnection {
   address: string
+  /** The namespace of every read (an object may name its own), and of the login unless `authNamespace` is set. */
   namespace?: string
+  /** The namespace of the login (and of the token's own calls), when it is not `namespace`. */
+  authNamespace?: string
   tls: VaultTlsConfig
+}
+
+/** The namespace a connection logs in in ('' is the root namespace). */
+export function loginNamespace(conn: Pick<VaultConnection, 'namespace' | 'authNamespace'>): string {
+  return conn.authNamespace ?? conn.namespace ?? ''
 }
 
 export interface PodIdentity {

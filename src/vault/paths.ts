@@ -10,6 +10,8 @@ export interface VaultRequest {
   path: string
   query: Array<[string, string]>
   body?: { [key: string]: Json }
+  /** The namespace to read in ('' the root namespace); absent: the connection's. */
+  namespace?: string
 }
 
 /** Each segment percent-encoded as encodeURIComponent has it; the separators stay. */

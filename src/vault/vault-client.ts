@@ -24,7 +24,10 @@ import type { VaultCall, VaultCaller } from './transport/transport.js'
 export type VaultClient = nodeVault.client
 
 /** What a call states besides what node-vault builds; passed as `requestOptions.vault` (or `{ vault }` to read and write). */
-export type CallOptions = Pick<VaultCall, 'timeoutMs' | 'cancel' | 'maxResponseBytes' | 'anyStatus' | 'operation'>
+export type CallOptions = Pick<
+  VaultCall,
+  'timeoutMs' | 'cancel' | 'maxResponseBytes' | 'anyStatus' | 'operation' | 'namespace'
+>
 
 /** What node-vault hands the request hook: its own fields, and ours under `vault`. */
 interface NodeVaultRequest {
@@ -50,11 +53,13 @@ function transportHook(
 ): (options: NodeVaultRequest) => Promise<NodeVaultResponse> {
   return async (options) => {
     const call = options.vault ?? defaults
+    // A call may name its own namespace (a read in another one than the login's); '' is the root.
+    const ns = call.namespace === undefined ? namespace : call.namespace === '' ? undefined : call.namespace
     const answer = await transport.call({
       method: options.method,
       path: options.path.replace(/^\/+/, ''),
       token: options.headers?.['X-Vault-Token'],
-      namespace,
+      namespace: ns,
       body: options.json,
       timeoutMs: call.timeoutMs,
       cancel: call.cancel,
@@ -69,7 +74,7 @@ function transportHook(
 
 /**
  * A node-vault client whose calls go through `transport` with `namespace` (none: the root
- * namespace). `defaults` bound the calls that state no options of their own: node-vault sends
+ * namespace) unless a call names its own (CallOptions.namespace). `defaults` bound the calls that state no options of their own: node-vault sends
  * revoke-self without a schema, so its arguments would become the request body.
  */
 export function createVaultClient(

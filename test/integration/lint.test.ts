@@ -420,7 +420,7 @@ t.test('lint: output, exit codes, usage errors', async (t) => {
   t.equal(res.code, 1, 'an error: exit 1')
   t.equal(
     res.stdout,
-    `${bad}:10: object "db-password": unknown field "secretkey" (known fields: objectName, secretPath, secretKey, method, secretArgs, filePermission, encoding, secretKeyPath, format, template, passwordObject, optional)\n`,
+    `${bad}:10: object "db-password": unknown field "secretkey" (known fields: objectName, secretPath, secretKey, method, secretArgs, filePermission, encoding, secretKeyPath, format, template, passwordObject, optional, namespace)\n`,
   )
   t.equal(res.stderr, '1 SecretProviderClass in 1 file: 1 error, 0 warnings\n')
   const json = await lintText(['--json', bad])

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { stringify } from 'yaml'
 import { driverMount, readMountedFiles, type DriverMountResult, type MountedFile } from './driver-client.js'
 import { configureJwtAuth, createJwtRole, signServiceAccountJwt } from './jwt.js'
-import { startOpenBao, type OpenBao } from './openbao.js'
+import { startOpenBao, type OpenBao, type OpenBaoAdmin } from './openbao.js'
 import { startProvider, type ProviderProcess, type StartProviderOptions } from './provider.js'
 import { processTempDir } from './tmp.js'
 
@@ -14,7 +14,7 @@ export const DEFAULT_POLICY = 'app-read'
 
 /** `jwt` auth at `jwt/` and the role `app` for the service account default/app (audience `vault`), with `policy`. */
 export async function allowDefaultApp(
-  bao: OpenBao,
+  bao: OpenBaoAdmin,
   policy = 'path "secret/*" { capabilities = ["read"] }',
 ): Promise<void> {
   await configureJwtAuth(bao, JWT_MOUNT)

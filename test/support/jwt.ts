@@ -2,7 +2,7 @@
 // and OpenBao `jwt` auth set-up that validates them with that key's public half.
 // This lets tests log in "as a pod" without a Kubernetes API server.
 import { createHash, createSign, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto'
-import { mustSucceed, type OpenBao } from './openbao.js'
+import { mustSucceed, type OpenBaoAdmin } from './openbao.js'
 
 export interface JwtKeyPair {
   privateKey: KeyObject
@@ -101,7 +101,7 @@ export function signServiceAccountJwt(o: ServiceAccountJwtOptions, key: JwtKeyPa
  * `publicKeyPem` (default: the default key pair's). `boundIssuer` optionally pins `iss`.
  */
 export async function configureJwtAuth(
-  bao: OpenBao,
+  bao: OpenBaoAdmin,
   mount: string,
   publicKeyPem: string = defaultKeyPair().publicKeyPem,
   opts: { boundIssuer?: string } = {},
@@ -127,7 +127,7 @@ export interface JwtRoleOptions {
 }
 
 /** Creates a `jwt` role (role_type jwt, user_claim sub). */
-export async function createJwtRole(bao: OpenBao, mount: string, role: string, o: JwtRoleOptions): Promise<void> {
+export async function createJwtRole(bao: OpenBaoAdmin, mount: string, role: string, o: JwtRoleOptions): Promise<void> {
   const body: Record<string, unknown> = {
     role_type: 'jwt',
     user_claim: 'sub',

@@ -60,6 +60,34 @@ export interface ApiOptions {
   timeoutMs?: number
 }
 
+/** What set-up helpers (jwt.ts, fixture.ts) need of a server: a dev server, a cluster's active node, a namespace of either. */
+export type OpenBaoAdmin = Pick<OpenBao, 'api' | 'enableAuth' | 'enableSecrets' | 'writePolicy'>
+
+/** The admin calls of `api`: for a cluster node, or for one namespace of a server (`inNamespace`). */
+export function adminOver(api: OpenBao['api']): OpenBaoAdmin {
+  return {
+    api,
+    async enableAuth(type, mount, config) {
+      const body: Record<string, unknown> = { type }
+      if (config !== undefined) body['config'] = config
+      checkOk(`enable auth ${type} at ${mount}`, await api('POST', `/v1/sys/auth/${mount}`, body))
+    },
+    async enableSecrets(type, path, options, extra) {
+      const body: Record<string, unknown> = { type, ...(extra ?? {}) }
+      if (options !== undefined) body['options'] = options
+      checkOk(`enable secrets ${type} at ${path}`, await api('POST', `/v1/sys/mounts/${path}`, body))
+    },
+    async writePolicy(name, hcl) {
+      checkOk(`write policy ${name}`, await api('PUT', `/v1/sys/policies/acl/${name}`, { policy: hcl }))
+    },
+  }
+}
+
+/** `bao`'s admin calls inside `namespace` (X-Vault-Namespace on every call). */
+export function inNamespace(bao: Pick<OpenBao, 'api'>, namespace: string): OpenBaoAdmin {
+  return adminOver((method, path, body, o = {}) => bao.api(method, path, body, { ...o, namespace }))
+}
+
 /** Throws, with Vault's answer, unless `res` is a 2xx: for set-up steps that must work. */
 export function mustSucceed(what: string, res: { status: number; body: unknown }): void {
   if (res.status < 200 || res.status >= 300) throw new Error(`${what}: HTTP ${res.status}: ${JSON.stringify(res.body)}`)

@@ -1,7 +1,7 @@
 /**
  * Sessions by identity, and transports by Vault connection, both bounded.
  *
- * Identity = Vault address and TLS, namespace, auth mount, role, audience,
+ * Identity = Vault address and TLS, namespace, login namespace, auth mount, role, audience,
  * the pod's service account and — in the default `pod` scope — the pod's UID.
  * In `serviceaccount` scope the pods of one service account and role share a
  * token and coalesced reads (see docs/vault-economy.md for when that is
@@ -16,6 +16,7 @@ import { FairCache } from '../../util/fair-cache.js'
 import type { Timers } from '../../util/shared-call.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import type { RetryPolicy, Sleep } from '../resilience/retry.js'
+import { loginNamespace } from '../../request/types.js'
 import type { ExportedSession, ImportedEntries } from './exported.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
 import { VaultSession, type VaultIdentity } from './session.js'
@@ -53,6 +54,8 @@ export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
   return JSON.stringify([
     connectionKey(id.connection),
     id.connection.namespace ?? '',
+    // The token's namespace: logins in two namespaces are two identities, whatever the reads' namespace.
+    loginNamespace(id.connection),
     id.authMount,
     id.role,
     id.audience,

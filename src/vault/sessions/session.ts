@@ -10,7 +10,7 @@ import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyTex
 import { decodeServiceAccountJwt } from '../../identity/claims.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
-import type { PodIdentity, VaultConnection } from '../../request/types.js'
+import { loginNamespace, type PodIdentity, type VaultConnection } from '../../request/types.js'
 import type { Clock, Deadline } from '../../util/deadline.js'
 import { REAL_TIMERS, SharedCall, type Timers } from '../../util/shared-call.js'
 import { attemptsOf, deadlineError, saysNothingStored, SecretNotStored, vaultError } from '../failure-to-error.js'
@@ -99,6 +99,11 @@ function stringField(obj: unknown, key: string): string | undefined {
 
 export type JwtSupplier = () => Promise<string>
 
+/** How a message names a namespace: nothing for the root one. */
+function inNamespace(namespace: string): string {
+  return namespace === '' ? '' : ` in namespace ${q(namespace)}`
+}
+
 export class VaultSession {
   readonly identity: VaultIdentity
   private readonly client: VaultClient
@@ -131,7 +136,8 @@ export class VaultSession {
     this.timers = opts.timers ?? REAL_TIMERS
     this.cache = new SecretCache({ ...opts, clock: this.clock, timers: this.timers })
     this.lastUsedAt = this.clock()
-    this.client = createVaultClient(transport, identity.connection.namespace, REVOKE_CALL)
+    // Login, renew-self and revoke-self go to the token's namespace; reads name theirs (request()).
+    this.client = createVaultClient(transport, loginNamespace(identity.connection) || undefined, REVOKE_CALL)
   }
 
   /** How errors name the identity. */
@@ -161,7 +167,12 @@ export class VaultSession {
   }
 
   private loginWhat(): string {
-    return `login to Vault at ${this.identity.connection.address} (${this.where()})`
+    return `login to Vault at ${this.identity.connection.address}${inNamespace(loginNamespace(this.identity.connection))} (${this.where()})`
+  }
+
+  /** The namespace a request reads in ('' the root namespace). */
+  private readNamespace(req: VaultRequest): string {
+    return req.namespace ?? this.identity.connection.namespace ?? ''
   }
 
   private async login(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
@@ -358,12 +369,14 @@ export class VaultSession {
   /** One request with the identity's token: GET and POST through node-vault's read and write, the rest through its generic request. */
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
     const path = apiPath(req)
-    const send = (vault: CallOptions): Promise<unknown> => {
+    const namespace = this.readNamespace(req)
+    const send = (options: CallOptions): Promise<unknown> => {
+      const vault = { ...options, namespace }
       if (req.method === 'GET' && req.body === undefined) return this.client.read(path, { vault })
       if (req.method === 'POST') return this.client.write(path, req.body, { vault })
       return sendRequest(this.client, req.method, path, req.body, vault)
     }
-    return this.withToken(send, describeRequest(req), getJwt, deadline, label, true)
+    return this.withToken(send, describeRequest(req) + inNamespace(namespace), getJwt, deadline, label, true)
   }
 
   /**
@@ -438,8 +451,9 @@ export class VaultSession {
     label: string,
   ): Promise<FetchOutcome> {
     this.lastUsedAt = this.clock()
+    const namespace = this.readNamespace(req)
     const giveUp = (cancelled: boolean): ProviderError =>
-      deadlineError(`${label}: ${describeRequest(req)} (${this.where()})`, cancelled)
+      deadlineError(`${label}: ${describeRequest(req)}${inNamespace(namespace)} (${this.where()})`, cancelled)
     const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', deadline, giveUp, {
       // A coalesced read runs under its own deadline: the latest of its waiters' (util/shared-call.ts).
       read: async (shared) => {
@@ -448,7 +462,8 @@ export class VaultSession {
       },
       renewLease: async (leaseId) => {
         const body = (await this.withToken(
-          (vault) => this.client.renew({ lease_id: leaseId, requestOptions: { vault } }),
+          // A lease lives in the namespace it was read in.
+          (vault) => this.client.renew({ lease_id: leaseId, requestOptions: { vault: { ...vault, namespace } } }),
           'PUT sys/leases/renew',
           getJwt,
           deadline,

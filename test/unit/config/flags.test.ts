@@ -18,6 +18,7 @@ const SAMPLES: Record<FlagName, string> = {
   'vault-addr': 'https://v.example:8200',
   'vault-mount': 'jwt',
   'vault-namespace': 'ns',
+  'vault-auth-namespace': 'auth-ns',
   'vault-tls-ca-cert': '/tls/ca.pem',
   'vault-tls-ca-directory': '/tls/cas',
   'vault-tls-server-name': 'v.local',

@@ -57,6 +57,18 @@ t.test('a session and its entries cross as JSON and come back the same, "never" 
   )
 })
 
+t.test("an identity's namespaces cross with it: the successor logs in nowhere else", async (t) => {
+  const withNs: ExportedSession = {
+    ...session,
+    identity: {
+      ...session.identity,
+      connection: { ...session.identity.connection, namespace: 'apps', authNamespace: 'admin' },
+    },
+  }
+  const s = parseMessage(wire(sessionFrame(withNs)))
+  t.same(s.type === 'session' ? s.session.identity.connection : undefined, withNs.identity.connection)
+})
+
 t.test('anything but the exact shapes is refused, naming the field, never a value', async (t) => {
   const base = wire(sessionFrame(session)) as { session: Record<string, any> }
   const variants: Array<[string, (s: Record<string, any>) => void, string]> = [

@@ -212,7 +212,7 @@ t.test('lintYaml: lines in the file, the Mount’s messages, and what only the A
     [
       15,
       'warning',
-      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
+      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthNamespace, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
     ],
     [19, 'error', 'object "b": encoding must be one of utf-8, base64, hex, got "rot13"'],
   ])
@@ -514,4 +514,15 @@ t.test('lint-only codes always carry their documented severity', async (t) => {
   ])
   for (const p of lintOnly)
     t.equal(p.severity, LINT_CODES[p.code as keyof typeof LINT_CODES], `${p.code}: ${p.message}`)
+})
+
+t.test('lintObjects: an object’s namespace is checked as a Mount checks it', async (t) => {
+  const text = ['- objectName: a', '  secretPath: secret/data/a', '  namespace: "team a"', ''].join('\n')
+  const result = lintObjects(text)
+  t.same(
+    result.problems.map((p) => [p.line, p.code, p.message]),
+    [[1, 'BAD_OBJECT', parseError(text)]],
+  )
+  t.match(parseError(text), /namespace "team a" may hold only visible ASCII/)
+  t.equal(lintObjects('- {objectName: a, secretPath: secret/data/a, namespace: team-a/apps}\n').problems.length, 0)
 })

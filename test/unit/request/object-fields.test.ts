@@ -22,6 +22,7 @@ const SAMPLES: Record<string, string> = {
   objectVersion: '"3"',
   passwordObject: 'pw',
   optional: 'true',
+  namespace: 'team-a/apps',
 }
 
 /** Fields a field needs beside it to be valid. */

@@ -711,3 +711,24 @@ t.test('parsing a hostile text near the size limit keeps the heap small', async 
   t.same(result.out, ['BAD_PARAMETER', 'BAD_PARAMETER', 'BAD_PARAMETER'])
   t.ok(result.grewMiB < 24, `heap grew ${result.grewMiB.toFixed(1)} MiB`)
 })
+
+t.test('namespace: an object read in another Vault namespace, bounded like vaultNamespace', async (t) => {
+  t.equal(one('objectName: a', 'secretPath: secret/data/a', 'namespace: team-a/apps').namespace, 'team-a/apps')
+  t.equal(one('objectName: a', 'secretPath: secret/data/a', 'namespace: ""').namespace, undefined, 'empty: the Mount’s')
+  t.equal(one('objectName: a', 'secretPath: secret/data/a').namespace, undefined)
+  t.match(
+    objectError('objectName: a', 'secretPath: secret/data/a', 'namespace: "team a"').message,
+    /^object "a": namespace "team a" may hold only visible ASCII/,
+  )
+  t.match(
+    objectError('objectName: a', 'secretPath: secret/data/a', 'namespace: team-a//apps').message,
+    /^object "a": namespace "team-a\/\/apps" must be a path of namespace names/,
+  )
+  const long = objectError('objectName: a', 'secretPath: secret/data/a', `namespace: ${'n'.repeat(257)}`)
+  t.equal(long.message, 'object "a": namespace is longer than 256 characters', 'the value is not echoed')
+  t.match(objectError('objectName: a', 'template: "x"', 'namespace: team-a').message, /namespace needs a secretPath/)
+  t.match(
+    objectError('objectName: a', 'secretPath: secret/data/a', 'namespace: {x: 1}').message,
+    /namespace must be a string/,
+  )
+})

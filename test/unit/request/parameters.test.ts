@@ -45,6 +45,7 @@ const EFFECTS: Record<ParameterKey, { value: string; read: (s: MountSpec) => unk
   roleName: { value: 'table-role', read: (s) => s.roleName, expect: 'table-role' },
   address: { value: 'https://table.example:8200', read: (s) => s.vault.address, expect: 'https://table.example:8200' },
   namespace: { value: 'table-ns', read: (s) => s.vault.namespace, expect: 'table-ns' },
+  authNamespace: { value: 'table-auth-ns', read: (s) => s.vault.authNamespace, expect: 'table-auth-ns' },
   authMountPath: { value: 'table-mount', read: (s) => s.authMount, expect: 'table-mount' },
   kubernetesMountPath: { value: 'table-mount', read: (s) => s.authMount, expect: 'table-mount' },
   audience: { value: 'table-audience', read: (s) => s.audience, expect: 'table-audience' },

@@ -634,3 +634,22 @@ t.test('parameters that become a header or the TLS name are validated where they
     'vault.example.com',
   )
 })
+
+t.test('vaultAuthNamespace: the login in one namespace, the reads in another', async (t) => {
+  const both = parseMountRequest(request({ vaultNamespace: 'apps', vaultAuthNamespace: 'admin' }), DEFAULTS)
+  t.equal(both.vault.namespace, 'apps')
+  t.equal(both.vault.authNamespace, 'admin')
+  const same = parseMountRequest(request({ vaultNamespace: 'apps', vaultAuthNamespace: 'apps' }), DEFAULTS)
+  t.equal(same.vault.authNamespace, undefined, 'the same namespace: the connection as it always was')
+  const flag = parseMountRequest(request(), { ...DEFAULTS, namespace: 'apps', authNamespace: 'admin' })
+  t.equal(flag.vault.authNamespace, 'admin', '-vault-auth-namespace is the default')
+  const over = parseMountRequest(request({ vaultAuthNamespace: 'other' }), { ...DEFAULTS, authNamespace: 'admin' })
+  t.equal(over.vault.authNamespace, 'other', 'the parameter beats the flag')
+  const bao = parseMountRequest(request({ baoAuthNamespace: 'bao-admin' }), DEFAULTS, undefined, 'openbao')
+  t.equal(bao.vault.authNamespace, 'bao-admin', 'provider: openbao reads baoAuthNamespace')
+  const bad = providerError(() => parseMountRequest(request({ vaultAuthNamespace: 'a b' }), DEFAULTS))
+  t.equal(bad.code, 'BAD_PARAMETER')
+  t.match(bad.message, /^parameter "vaultAuthNamespace" "a b" may hold only visible ASCII/)
+  const long = providerError(() => parseMountRequest(request({ vaultAuthNamespace: 'n'.repeat(300) }), DEFAULTS))
+  t.equal(long.message, 'parameter "vaultAuthNamespace" is longer than 256 characters')
+})

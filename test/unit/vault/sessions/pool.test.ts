@@ -54,6 +54,26 @@ t.test('one session per identity: pod scope keeps pods apart, serviceaccount sco
   t.not(await shared.pool.session(id('a', 'other')), s, 'never across service accounts')
 })
 
+t.test("a login in another namespace is another identity, whatever the reads' namespace", async (t) => {
+  const { pool } = setup('serviceaccount')
+  const inNs = (namespace?: string, authNamespace?: string): VaultIdentity => {
+    const base = id('a')
+    return {
+      ...base,
+      connection: {
+        ...base.connection,
+        ...(namespace === undefined ? {} : { namespace }),
+        ...(authNamespace === undefined ? {} : { authNamespace }),
+      },
+    }
+  }
+  const plain = await pool.session(inNs('team-a'))
+  t.not(await pool.session(inNs('team-a', 'team-b')), plain, 'login in team-b: not the team-a token')
+  t.not(await pool.session(inNs('team-b')), plain, 'reads and login in team-b')
+  t.not(await pool.session(inNs()), plain, 'the root namespace')
+  t.equal(await pool.session(inNs('team-a')), plain, 'the same namespaces get the session back')
+})
+
 t.test('idle identities are revoked with their own token and forgotten; active ones stay', async (t) => {
   const { pool, vault, time } = setup('pod')
   const jwt = async (): Promise<string> => 'jwt'

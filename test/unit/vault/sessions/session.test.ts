@@ -9,6 +9,8 @@ import type { CancelSignal } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
 import type { VaultRequest } from '../../../../src/vault/paths.js'
 import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions/session.js'
+import { planRequests } from '../../../../src/mount/plan.js'
+import { parseObjects } from '../../../../src/request/objects.js'
 import { FakeVault, NO_BREAKER, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
 import { ManualTime } from '../../../support/manual-time.js'
 
@@ -23,16 +25,20 @@ const identity: VaultIdentity = {
 const read: VaultRequest = { method: 'GET', path: 'secret/data/app', query: [] }
 const jwt = async (): Promise<string> => 'pod-jwt'
 
-function setup(vault: FakeVault): {
+function setup(
+  vault: FakeVault,
+  id: VaultIdentity = identity,
+  staticFreshnessMs = 0,
+): {
   session: VaultSession
   time: ManualTime
   deadline(ms?: number, signal?: AbortSignal): Deadline
 } {
   const time = new ManualTime()
-  const session = new VaultSession(identity, vault, {
+  const session = new VaultSession(id, vault, {
     logger,
     breakers: NO_BREAKER,
-    staticFreshnessMs: 0,
+    staticFreshnessMs,
     shareDynamic: false,
     clock: time.clock,
     timers: time,
@@ -61,6 +67,72 @@ t.test('concurrent requests share one login; each call carries exactly its token
   t.same(loginCall.body, { jwt: 'pod-jwt', role: 'web' })
   for (const c of vault.calls) t.equal(c.namespace, 'team-a', "the identity's namespace, nothing else")
   for (const c of vault.calls.filter((c) => c.method === 'GET')) t.equal(c.token, 'hvs.token-1')
+})
+
+t.test("the login and the token's own calls go to the auth namespace, reads to theirs", async (t) => {
+  const vault = new FakeVault()
+  vault.on(/login$/, () => loginAnswer('hvs.ns-token'))
+  vault.on(/^GET secret\/data\/app$/, () => kvAnswer('v'))
+  vault.on(/revoke-self$/, () => ({ status: 204, body: '' }))
+  const split: VaultIdentity = { ...identity, connection: { ...identity.connection, authNamespace: 'admin' } }
+  const { session, deadline } = setup(vault, split)
+  await session.request(read, jwt, deadline(), 'object "a"')
+  await session.request({ ...read, namespace: 'team-b' }, jwt, deadline(), 'object "b"')
+  await session.request({ ...read, namespace: '' }, jwt, deadline(), 'object "c"')
+  await session.revoke()
+  t.same(
+    vault.calls.map((c) => [`${c.method} ${c.path}`, c.namespace]),
+    [
+      ['POST auth/kubernetes/login', 'admin'],
+      ['GET secret/data/app', 'team-a'],
+      ['GET secret/data/app', 'team-b'],
+      ['GET secret/data/app', undefined],
+      ['POST auth/token/revoke-self', 'admin'],
+    ],
+    "the connection's namespace for a read naming none, the root namespace for ''",
+  )
+})
+
+t.test('the same path in two namespaces: two reads, two kept answers, each served only its own', async (t) => {
+  const vault = new FakeVault()
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret\/data\/app$/, (c) => kvAnswer(`value of ${c.namespace}`))
+  const { session, deadline } = setup(vault, identity, 60_000)
+  const objects = parseObjects(
+    [
+      '- {objectName: a, secretPath: secret/data/app, namespace: tenant-a}',
+      '- {objectName: b, secretPath: secret/data/app, namespace: tenant-b}',
+      '- {objectName: c, secretPath: secret/data/app}',
+    ].join('\n'),
+  )
+  const plan = planRequests(objects, identity.connection.namespace)
+  t.equal(plan.length, 3, 'three requests: no namespace shares another one')
+  const fetchAll = (): Promise<unknown[]> =>
+    Promise.all(
+      plan.map(async (p) => {
+        const o = await session.fetch(p.request, p.key, 'uid-1', jwt, deadline(), 'x')
+        return [(o.body as { data: { data: { value: string } } }).data.data.value, o.source]
+      }),
+    )
+  t.same(
+    await fetchAll(),
+    [
+      ['value of tenant-a', 'vault'],
+      ['value of tenant-b', 'vault'],
+      ['value of team-a', 'vault'],
+    ],
+    'read concurrently, not coalesced across namespaces',
+  )
+  t.same(
+    await fetchAll(),
+    [
+      ['value of tenant-a', 'cache'],
+      ['value of tenant-b', 'cache'],
+      ['value of team-a', 'cache'],
+    ],
+    "each namespace's own kept answer",
+  )
+  t.equal(vault.count(/^GET/), 3, 'three reads in all')
 })
 
 t.test('the token is renewed at two thirds of its TTL, not before; a failed renewal logs in again', async (t) => {
@@ -114,7 +186,7 @@ t.test('a cached token that Vault refuses (403) is replaced once; a fresh one re
   t.equal(err.code, 'VAULT_PERMISSION_DENIED')
   t.match(
     err.message,
-    /^object "a": GET secret\/data\/app \(role "web", auth mount "kubernetes"\): Vault answered 403: permission denied$/,
+    /^object "a": GET secret\/data\/app in namespace "team-a" \(role "web", auth mount "kubernetes"\): Vault answered 403: permission denied$/,
   )
   t.equal(strict.count(/login$/), 1, 'a token just obtained is not replaced')
 })
@@ -137,7 +209,7 @@ t.test('a shared login: each caller gives up on its own deadline, the login goes
   t.equal(err.code, 'DEADLINE_EXCEEDED')
   t.match(
     err.message,
-    /^login to Vault at https:\/\/vault\.test:8200 \(role "web", auth mount "kubernetes"\): Vault did not answer before the Mount's deadline$/,
+    /^login to Vault at https:\/\/vault\.test:8200 in namespace "team-a" \(role "web", auth mount "kubernetes"\): Vault did not answer before the Mount's deadline$/,
   )
   t.equal(loginSignal?.aborted, false, 'the login was not aborted: someone still waits')
   login.open()
