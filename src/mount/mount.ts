@@ -3,7 +3,7 @@
  * plan the distinct Vault requests, fetch them as the pod, render each object.
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
-import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
+import { DEFAULT_TOKEN_REQUEST_AUDIENCES, type ProviderMode } from '../config/config.js'
 import { isProviderError, ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
@@ -21,6 +21,7 @@ import type { FetchOutcome, FetchSource } from '../vault/sessions/secret-cache.j
 import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
+import { checkSecretSyncAnswer } from './sync-controller.js'
 
 /** Vault calls of one Mount in flight at once: fast for pods with many objects, gentle on Vault. */
 export const MOUNT_FETCH_CONCURRENCY = 4
@@ -38,6 +39,8 @@ export interface MountDeps {
   tokenRequestAudiences?: readonly string[]
   /** The clock pod tokens' expiry is judged by; Date.now unless a test injects one. */
   now?: () => number
+  /** -mode: `sync-controller` takes only the controller's tokens and checks the answer fits its Secret. */
+  mode?: ProviderMode
 }
 
 export interface MountResult {
@@ -96,6 +99,7 @@ export async function runMount(
     tokenRequestAudiences: deps.tokenRequestAudiences ?? DEFAULT_TOKEN_REQUEST_AUDIENCES,
     now: deps.now ?? Date.now,
     deadline,
+    mode: deps.mode,
   })
   // Called only by a login: tells the Mount's log line which pod token one used.
   let loggedIn = false
@@ -161,6 +165,7 @@ export async function runMount(
     skipped.has(index) ? [] : [versionObject(obj, rendered[index]!, key)],
   )
   checkVolume(objects)
+  if (deps.mode === 'sync-controller') checkSecretSyncAnswer(objects)
 
   return {
     objects,

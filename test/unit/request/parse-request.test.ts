@@ -634,3 +634,26 @@ t.test('parameters that become a header or the TLS name are validated where they
     'vault.example.com',
   )
 })
+
+t.test('identity "serviceaccount": the namespace and service account only, no pod needed', async (t) => {
+  const attrs: Record<string, string> = { ...POD_ATTRS, roleName: 'web', objects: OBJECTS }
+  const mount = (a: Record<string, string>): ReturnType<typeof parseMountRequest> =>
+    parseMountRequest(
+      { attributes: JSON.stringify(a), secrets: '{}', permission: '420' },
+      DEFAULTS,
+      undefined,
+      'vault',
+      'serviceaccount',
+    )
+  t.same(mount(attrs).pod, { namespace: 'shop', serviceAccount: 'web', name: '', uid: '' }, 'the pod named is ignored')
+  const noPod = { ...attrs }
+  delete noPod[ATTR.podName]
+  delete noPod[ATTR.podUid]
+  t.same(mount(noPod).pod, { namespace: 'shop', serviceAccount: 'web', name: '', uid: '' }, 'and need not be named')
+  const noAccount = { ...attrs }
+  delete noAccount[ATTR.serviceAccount]
+  t.match(
+    thrown(() => mount(noAccount), ProviderError).message,
+    /serviceAccount\.name" is missing: the Secrets Store Sync Controller/,
+  )
+})
