@@ -8,6 +8,10 @@
 #   .cache/bin/secrets-store-csi-driver sigs.k8s.io/secrets-store-csi-driver   (test/kube-parts/csi-driver)
 #   .cache/kube-deploy/                 that driver module's deploy/ files: CRDs, CSIDriver, RBAC
 #   .cache/bin/kubelet-csi              test/kubelet: the kubelet's side of a CSI inline volume
+#   .cache/bin/secrets-store-sync-controller
+#                                       the Secrets Store Sync Controller v0.0.4, built by
+#                                       ../shared/sync-controller/build.sh from its release source
+#   .cache/sync-controller/chart/       that release's Helm chart (CRDs, RBAC, admission policies)
 #
 # Each module's go.mod and go.sum are committed, so builds are -mod=readonly and pinned to
 # the checksums there. Versions: K8S_VERSION, ETCD_VERSION and DRIVER_VERSION below; to move
@@ -71,6 +75,40 @@ build() {
   mv -f "$out.tmp" "$out"
   printf '%s' "$want" >"$stamp"
   log "$name: built .cache/bin/$name ($(elapsed "$start"))"
+}
+
+# The Secrets Store Sync Controller (test/e2e/sync-controller.test.ts): the module proxy does not
+# serve it, so the project's shared folder keeps its release source and a build script. Stamp:
+# the tarball, the script and `go version`; its chart is copied out of the same tarball.
+SYNC_CONTROLLER_DIR="$ROOT/../shared/sync-controller"
+SYNC_CONTROLLER_TARBALL="secrets-store-sync-controller-0.0.4.tar.xz"
+build_sync_controller() {
+  local start stamp want out chart work
+  start="$(now)"
+  out="$BIN/secrets-store-sync-controller"
+  chart="$CACHE/sync-controller/chart"
+  stamp="$CACHE/secrets-store-sync-controller.stamp"
+  if [[ ! -f "$SYNC_CONTROLLER_DIR/$SYNC_CONTROLLER_TARBALL" ]]; then
+    log "sync-controller: $SYNC_CONTROLLER_DIR/$SYNC_CONTROLLER_TARBALL not found (the project's shared folder)"
+    exit 1
+  fi
+  want="$( (sha256sum "$SYNC_CONTROLLER_DIR/$SYNC_CONTROLLER_TARBALL" "$SYNC_CONTROLLER_DIR/build.sh" | cut -d' ' -f1
+    go version) | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$out" && -f "$chart/Chart.yaml" ]]; then
+    log "sync-controller: up to date ($(elapsed "$start"))"
+    return
+  fi
+  log "sync-controller: building v0.0.4 from its release source (~1 min warm, 4 cold)"
+  bash "$SYNC_CONTROLLER_DIR/build.sh" "$out.tmp" >/dev/null
+  mv -f "$out.tmp" "$out"
+  work="$(mktemp -d)"
+  tar -xJf "$SYNC_CONTROLLER_DIR/$SYNC_CONTROLLER_TARBALL" -C "$work"
+  rm -rf "$chart"
+  mkdir -p "$(dirname "$chart")"
+  mv "$work"/secrets-store-sync-controller-0.0.4/charts/secrets-store-sync-controller "$chart"
+  rm -rf "$work"
+  printf '%s' "$want" >"$stamp"
+  log "sync-controller: built .cache/bin/secrets-store-sync-controller, chart in .cache/sync-controller/chart ($(elapsed "$start"))"
 }
 
 # The driver's CRDs, CSIDriver object and RBAC, exactly as its module ships them.
@@ -142,14 +180,16 @@ main() {
     "$DRIVER_LDFLAGS" "$ROOT/test/driver-client/mlog-shim"
   build kubelet-csi "$ROOT/test/kubelet" . "-s -w"
   copy_driver_deploy
+  build_sync_controller
   log "kubernetes: done in $(elapsed "$start")"
 }
 
 case "${1:-build}" in
   build) main ;;
   regenerate) regenerate ;;
+  sync-controller) build_sync_controller ;;
   *)
-    echo "usage: $0 [build|regenerate]" >&2
+    echo "usage: $0 [build|regenerate|sync-controller]" >&2
     exit 2
     ;;
 esac

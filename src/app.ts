@@ -12,7 +12,7 @@ import type { VaultConnection } from './request/types.js'
 import { normaliseAuthMount, normaliseVaultAddress } from './config/vault-address.js'
 import { StateHandover } from './handover/handover.js'
 import type { HandoverSettings } from './handover/wire.js'
-import { ephemeralKey, fileKey, kubernetesSecretKey, type HmacKeySource } from './hmac/hmac-key.js'
+import { ephemeralKey, fileKey, kubernetesSecretKey, mountedFileKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
 import { RenderTurns } from './mount/render-turns.js'
@@ -61,6 +61,13 @@ async function chooseHmacKey(
   env: NodeJS.ProcessEnv,
   logger: Logger,
 ): Promise<HmacKeySource> {
+  // Beside the Sync Controller the key is a mounted Secret file (config.ts requires it), read now: a
+  // start without it fails instead of every sync.
+  if (config.mode === 'sync-controller' && config.hmacKeyFile) {
+    const key = mountedFileKey(config.hmacKeyFile)
+    await key.get()
+    return key
+  }
   if (config.hmacKeyFile) return fileKey(config.hmacKeyFile)
   if (kube) return kubernetesSecretKey(kube, await kube.ownNamespace(env), config.hmacSecretName)
   logger.warn(
@@ -197,6 +204,7 @@ export function wireMountService(
     allowlist: w.allowlist,
     breakers: w.breakers,
     tokenRequestAudiences: config.tokenRequestAudiences,
+    mode: config.mode,
     // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
     objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
@@ -225,11 +233,16 @@ export async function buildMountService(
   // The grpc_code label is the gRPC adapter's mapping, handed to the metrics here (they know no gRPC).
   const metrics = options.metrics === false ? undefined : new ProviderMetrics({ grpcCodeOf: mountStatusName })
   const vaultObserver = combineObservers(metrics, options.vaultObserver)
-  const kube = await KubeClient.discover({
-    apiUrl: config.kube.apiUrl,
-    serviceAccountDir: config.kube.serviceAccountDir,
-    env,
-  })
+  // Beside the Sync Controller the provider calls no Kubernetes API: the controller passes the tokens,
+  // the key is a mounted file, and its pod's own service-account token is never used.
+  const kube =
+    config.mode === 'sync-controller'
+      ? undefined
+      : await KubeClient.discover({
+          apiUrl: config.kube.apiUrl,
+          serviceAccountDir: config.kube.serviceAccountDir,
+          env,
+        })
   const hmacKey = await chooseHmacKey(config, kube, env, logger)
   // Failure behaviour (docs/failure-behaviour.md): the address allow-list, checked per Mount and on
   // every connection, and one breaker registry that both the Mount (before login) and every Vault

@@ -31,6 +31,9 @@ export const ERROR_CATALOGUE = {
   VAULT_ADDRESS_NOT_ALLOWED:
     "The Mount's Vault address is not in the provider's -vault-addr-allowlist (no token was sent).",
   RESPONSE_TOO_LARGE: "The Mount's files would exceed the driver's receive limit (-max-response-size).",
+  SECRET_TOO_LARGE:
+    "-mode=sync-controller: the Mount's files would not fit the one Kubernetes Secret (1 MiB) the controller writes.",
+  NO_OBJECT_VERSIONS: '-mode=sync-controller: the answer would carry no object version, which the controller refuses.',
   MOUNT_BUDGET_EXCEEDED:
     'One Mount fetched or rendered more than its budget (-max-mount-bytes, or its render work), or the node-wide budget is spent.',
   VAULT_RESPONSE_TOO_LARGE: "A Vault answer's body is larger than -max-vault-response-size (it is not read further).",

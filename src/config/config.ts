@@ -28,6 +28,13 @@ export const DEFAULT_KUBE_SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 export const IDENTITY_SCOPES = ['pod', 'serviceaccount'] as const
 export type IdentityScopeName = (typeof IDENTITY_SCOPES)[number]
+/**
+ * -mode: who calls the provider. `node`: the CSI driver on the node, for pods (the default).
+ * `sync-controller`: the Secrets Store Sync Controller, whose sidecar the provider is, for
+ * SecretSyncs (docs/sync-controller.md).
+ */
+export const PROVIDER_MODES = ['node', 'sync-controller'] as const
+export type ProviderMode = (typeof PROVIDER_MODES)[number]
 /** Longer than the driver's default rotation poll (2 m), so live pods are never taken for gone. */
 export const DEFAULT_IDENTITY_IDLE_MS = 15 * 60_000
 /**
@@ -79,6 +86,8 @@ export interface ProviderEndpoint {
 }
 
 export interface ProviderConfig {
+  /** -mode: `node` (the CSI driver's provider) or `sync-controller` (the Sync Controller's sidecar). */
+  mode: ProviderMode
   /** The first of `endpoints`. */
   endpoint: string
   endpoints: ProviderEndpoint[]
@@ -261,8 +270,9 @@ function parseAuthMountFlag(given: Sourced<string> | undefined): string {
   return given.value
 }
 
-function parseIdentityScope(raw: string | undefined): IdentityScopeName {
-  if (raw === undefined) return 'pod'
+function parseIdentityScope(raw: string | undefined, mode: ProviderMode): IdentityScopeName {
+  // Every Mount of the Sync Controller carries its own pod's UID: the identity is the SecretSync's service account.
+  if (raw === undefined) return mode === 'sync-controller' ? 'serviceaccount' : 'pod'
   if (!(IDENTITY_SCOPES as readonly string[]).includes(raw)) {
     throw new ConfigError(`-identity-scope must be one of ${IDENTITY_SCOPES.join(', ')}, got ${JSON.stringify(raw)}`)
   }
@@ -340,6 +350,55 @@ function parseHealthAddr(raw: string | undefined): string {
 }
 
 const configError = (message: string): Error => new ConfigError(message)
+
+function parseMode(raw: string | undefined): ProviderMode {
+  if (raw === undefined) return 'node'
+  if (!(PROVIDER_MODES as readonly string[]).includes(raw)) {
+    throw new ConfigError(`-mode must be one of ${PROVIDER_MODES.join(', ')}, got ${JSON.stringify(raw)}`)
+  }
+  return raw as ProviderMode
+}
+
+/** Flags that would be ignored under the Sync Controller, and why: refused rather than silently dropped. */
+const NOT_IN_SYNC_CONTROLLER: ReadonlyArray<[FlagName, string]> = [
+  ['hmac-secret-name', "the controller's RBAC lets its pod read no Secret; the key comes from -hmac-key-file"],
+  [
+    'token-request-audiences',
+    'the provider requests no tokens there: the controller passes them (its --token-request-audience)',
+  ],
+  ['kube-api-url', 'the provider calls no Kubernetes API there'],
+  ['kube-service-account-dir', 'the provider calls no Kubernetes API there'],
+]
+
+/**
+ * -mode=sync-controller: the settings that cannot work beside the Sync Controller are refused at
+ * start, each with the reason (docs/sync-controller.md).
+ */
+function checkSyncControllerFlags(
+  given: (name: FlagName) => string | undefined,
+  bools: ReadonlyMap<string, boolean>,
+): void {
+  if (given('hmac-key-file') === undefined) {
+    throw new ConfigError(
+      '-mode=sync-controller needs -hmac-key-file: the object-version key as a file mounted from a Secret ' +
+        "(the controller's RBAC lets its pod read no Secret; daemonset/sync-controller/values.yaml mounts one)",
+    )
+  }
+  for (const [name, why] of NOT_IN_SYNC_CONTROLLER) {
+    if (given(name) !== undefined) throw new ConfigError(`-${name} has no use with -mode=sync-controller: ${why}`)
+  }
+  if (bools.get('state-handover') === true) {
+    throw new ConfigError(
+      '-state-handover cannot be used with -mode=sync-controller: a Deployment pod has no predecessor on its node to take state from',
+    )
+  }
+  if (given('identity-scope') === 'pod') {
+    throw new ConfigError(
+      "-identity-scope=pod cannot be used with -mode=sync-controller: every Mount names the controller's own pod; " +
+        "identities are the SecretSync's namespace and service account",
+    )
+  }
+}
 
 /**
  * -vault-addr-allowlist: each entry a Vault address, or one with a leading
@@ -470,7 +529,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
   const endpoints = parseEndpoints(nonEmpty(str('endpoint'), '-endpoint', DEFAULT_ENDPOINT))
   const served = [...new Set(endpoints.map((e) => e.flavour))]
+  const mode = parseMode(str('mode'))
+  if (mode === 'sync-controller') checkSyncControllerFlags(str, bools)
   return {
+    mode,
     endpoint: endpoints[0]!.path,
     endpoints,
     logLevel: logLevelRaw as LogLevel,
@@ -494,11 +556,12 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       str('max-response-size') === undefined
         ? DEFAULT_MAX_RESPONSE_BYTES
         : parseByteSize(str('max-response-size')!, '-max-response-size'),
-    identityScope: parseIdentityScope(str('identity-scope')),
+    identityScope: parseIdentityScope(str('identity-scope'), mode),
     staticFreshnessMs:
       str('static-freshness') === undefined ? 0 : parseDurationMs(str('static-freshness')!, '-static-freshness'),
     shareDynamicSecrets: bools.get('share-dynamic-secrets') === true,
-    stateHandover: bools.get('state-handover') ?? true,
+    // No predecessor to hand over from beside the Sync Controller (checkSyncControllerFlags).
+    stateHandover: bools.get('state-handover') ?? mode === 'node',
     identityIdleMs:
       str('identity-idle-timeout') === undefined
         ? DEFAULT_IDENTITY_IDLE_MS
@@ -511,10 +574,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       maxTlsFileBytes: sizeFlag('max-tls-file-size', DEFAULT_MAX_TLS_FILE_BYTES),
       tlsFileDirs: parseDirList(str('tls-file-dirs')),
     },
+    // Beside the Sync Controller no token is ever requested: the controller passes them all.
     tokenRequestAudiences:
-      str('token-request-audiences') === undefined
-        ? served.map((f) => FLAVOURS[f].defaultAudience)
-        : splitList(str('token-request-audiences')),
+      mode === 'sync-controller'
+        ? []
+        : str('token-request-audiences') === undefined
+          ? served.map((f) => FLAVOURS[f].defaultAudience)
+          : splitList(str('token-request-audiences')),
     vault: {
       address: vaultAddress?.value,
       namespace: checked(setting('vault-namespace'), namespaceProblem),

@@ -344,6 +344,16 @@ export const FLAGS = [
     meaning: "the provider's own service-account token, CA and namespace",
   },
   {
+    name: 'mode',
+    kind: 'string',
+    env: undefined,
+    openbaoName: undefined,
+    openbaoEnv: undefined,
+    origin: 'ours',
+    meaning:
+      "node (the CSI driver's provider on every node) or sync-controller (the Secrets Store Sync Controller's sidecar)",
+  },
+  {
     name: 'state-handover',
     kind: 'boolean',
     env: undefined,

@@ -120,6 +120,29 @@ export function fileKey(file: string): HmacKeySource {
   return { description: `file ${file}`, get: memoise(where, load) }
 }
 
+/**
+ * A key file that must be there, e.g. mounted from a Secret (-mode=sync-controller): never created,
+ * since a key made inside one container would differ from every other replica's.
+ */
+export function mountedFileKey(file: string): HmacKeySource {
+  const where = `HMAC key file ${file}`
+  const load = async (): Promise<Buffer> => {
+    try {
+      return checkKey(await readFile(file), where)
+    } catch (err) {
+      if (err instanceof ProviderError) throw err
+      const code = (err as NodeJS.ErrnoException).code
+      throw new ProviderError(
+        'HMAC_KEY_UNAVAILABLE',
+        code === 'ENOENT'
+          ? `${where} does not exist: mount the key from a Secret there (it is never created in this mode)`
+          : `${where} cannot be read (${code})`,
+      )
+    }
+  }
+  return { description: `mounted file ${file}`, get: memoise(where, load) }
+}
+
 /** Versions stay stable for the life of the process only: a warning is logged at start-up. */
 export function ephemeralKey(): HmacKeySource {
   const key = randomBytes(HMAC_KEY_BYTES)

@@ -4,6 +4,7 @@
  * tokenRequests, one the provider requests from the Kubernetes API, bound to
  * the pod. The provider never logs in with an identity of its own.
  */
+import type { ProviderMode } from '../config/config.js'
 import { ProviderError, q } from '../errors.js'
 import type { KubeClient } from '../kube/client.js'
 import type { MountSpec } from '../request/types.js'
@@ -12,7 +13,8 @@ import { checkPodToken } from './claims.js'
 
 export const TOKEN_REQUEST_SECONDS = 600
 
-export type TokenSource = 'driver' | 'token-request'
+/** Who supplied the token a login used: the CSI driver (kubelet), the provider's TokenRequest, or the Sync Controller. */
+export type TokenSource = 'driver' | 'token-request' | 'sync-controller'
 
 export interface PodCredential {
   jwt: string
@@ -26,6 +28,25 @@ export interface PodTokenOptions {
   now: () => number
   /** The Mount's deadline: bounds the TokenRequest, and its signal ends it when the driver cancels. */
   deadline?: Deadline
+  /**
+   * -mode: `sync-controller` takes only the tokens the controller passed, never requests one (its pod
+   * lives in another namespace than the SecretSync, so no TokenRequest bound to it could be had).
+   */
+  mode?: ProviderMode
+}
+
+/** What to tell whoever runs the Sync Controller when it passed no token for the audience. */
+function syncControllerTokenMissing(audience: string, available: string[]): ProviderError {
+  const passed =
+    available.length === 0
+      ? 'passed no service-account token'
+      : `passed service-account tokens for audiences ${available.map((a) => q(a)).join(', ')} but not for audience ${q(audience)}`
+  return new ProviderError(
+    'NO_POD_TOKEN',
+    `the Secrets Store Sync Controller ${passed}; the controller's --token-request-audience ` +
+      `(its chart's tokenRequestAudience) must include ${q(audience)}, or set the SecretProviderClass's ` +
+      '"audience" parameter to an audience it requests (this provider requests no tokens beside the controller)',
+  )
 }
 
 /**
@@ -38,6 +59,16 @@ export async function obtainPodToken(
   opts: PodTokenOptions,
 ): Promise<PodCredential> {
   const { audience, pod } = spec
+  if (opts.mode === 'sync-controller') {
+    const entry = spec.podTokens?.get(audience)
+    if (!entry) throw syncControllerTokenMissing(audience, [...(spec.podTokens?.keys() ?? [])])
+    checkPodToken(
+      entry.token,
+      { namespace: pod.namespace, serviceAccount: pod.serviceAccount, podName: pod.name, podUid: pod.uid, audience },
+      opts.now(),
+    )
+    return { jwt: entry.token, source: 'sync-controller' }
+  }
   if (spec.podTokens !== undefined) {
     const entry = spec.podTokens.get(audience)
     if (entry) {

@@ -3,8 +3,8 @@
  * plan the distinct Vault requests, fetch them as the pod, render each object.
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
-import { DEFAULT_TOKEN_REQUEST_AUDIENCES } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
+import { DEFAULT_TOKEN_REQUEST_AUDIENCES, type ProviderMode } from '../config/config.js'
+import { isProviderError, ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
@@ -23,6 +23,7 @@ import { describeRequest } from '../vault/paths.js'
 import type { MountBudget } from './budget.js'
 import { planRequests } from './plan.js'
 import { renderPace, type RenderTurns } from './render-turns.js'
+import { checkSecretSyncAnswer } from './sync-controller.js'
 
 /** Vault calls of one Mount in flight at once: fast for pods with many objects, gentle on Vault. */
 export const MOUNT_FETCH_CONCURRENCY = 4
@@ -42,6 +43,8 @@ export interface MountDeps {
   now?: () => number
   /** The node's render turns, shared in turns between namespaces (render-turns.ts); without it renders only yield. */
   renderTurns?: RenderTurns
+  /** -mode: `sync-controller` takes only the controller's tokens and checks the answer fits its Secret. */
+  mode?: ProviderMode
 }
 
 export interface MountResult {
@@ -100,6 +103,7 @@ export async function runMount(
     tokenRequestAudiences: deps.tokenRequestAudiences ?? DEFAULT_TOKEN_REQUEST_AUDIENCES,
     now: deps.now ?? Date.now,
     deadline,
+    mode: deps.mode,
   })
   // Called only by a login: tells the Mount's log line which pod token one used.
   let loggedIn = false
@@ -170,6 +174,7 @@ export async function runMount(
     skipped.has(index) ? [] : [versionObject(obj, rendered[index]!, key)],
   )
   checkVolume(objects)
+  if (deps.mode === 'sync-controller') checkSecretSyncAnswer(objects)
 
   return {
     objects,

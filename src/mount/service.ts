@@ -3,7 +3,7 @@
  * and versions (or one ProviderError) out, and exactly one log line per
  * Mount. Shared by the gRPC adapter and the CLI's in-process mount.
  */
-import type { VaultDefaults } from '../config/config.js'
+import type { ProviderMode, VaultDefaults } from '../config/config.js'
 import { DEFAULT_FLAVOUR, type ProviderFlavour } from '../config/flavour.js'
 import { isProviderError, toProviderError, type ProviderError } from '../errors.js'
 import { logString } from '../observability/logger.js'
@@ -29,7 +29,9 @@ export interface MountServiceOptions extends MountDeps {
 
 /** The Mount's log line; the success fields are filled in after the Mount (undefined ones are not logged). */
 interface MountLogLine {
-  pod: string
+  /** On a node; beside the Sync Controller there is no pod, only `namespace`. */
+  pod: string | undefined
+  namespace: string | undefined
   serviceAccount: string
   secretProviderClass: string
   role: string
@@ -80,6 +82,8 @@ export class MountService {
         this.opts.vaultDefaults,
         cache ? (text, tenant) => cache.parse(text, tenant) : undefined,
         flavour,
+        // The Sync Controller names its own pod in every Mount: who asks is the SecretSync's service account.
+        this.opts.mode === 'sync-controller' ? 'serviceaccount' : 'pod',
       )
       budget = this.opts.budget?.open(spec.pod.namespace)
       const parsed = spec
@@ -113,7 +117,9 @@ export class MountService {
       if (perr !== err) log.error({ err }, 'unexpected error during mount')
       log.warn(
         {
-          ...(spec ? this.summary(spec, started) : { ...rawSummary(raw), durationMs: elapsedMs(started) }),
+          ...(spec
+            ? this.summary(spec, started)
+            : { ...rawSummary(raw, this.opts.mode), durationMs: elapsedMs(started) }),
           outcome: 'failure',
           code: perr.code,
           reason: perr.message,
@@ -132,8 +138,10 @@ export class MountService {
    * Every pod-supplied string bounded (logString): a log line never grows with what a pod sends.
    */
   private summary(spec: MountSpec, started: bigint): MountLogLine {
+    const node = this.opts.mode !== 'sync-controller'
     return {
-      pod: logString(`${spec.pod.namespace}/${spec.pod.name}`),
+      pod: node ? logString(`${spec.pod.namespace}/${spec.pod.name}`) : undefined,
+      namespace: node ? undefined : logString(spec.pod.namespace),
       serviceAccount: logString(spec.pod.serviceAccount),
       secretProviderClass: logString(spec.secretProviderClass),
       role: logString(spec.roleName),
@@ -171,7 +179,7 @@ function bounded(value: unknown): string | undefined {
  * Who asked, for the log line of a request that did not parse: the pod and the
  * SecretProviderClass as the raw attributes name them, each bounded, nothing else.
  */
-function rawSummary(raw: RawMountRequest): Record<string, string> {
+function rawSummary(raw: RawMountRequest, mode: ProviderMode | undefined): Record<string, string> {
   if (typeof raw.attributes !== 'string' || raw.attributes.length > MAX_ATTRIBUTES_BYTES) return {}
   let attrs: unknown
   try {
@@ -184,7 +192,10 @@ function rawSummary(raw: RawMountRequest): Record<string, string> {
   const out: Record<string, string> = {}
   const namespace = bounded(a[ATTR.podNamespace])
   const name = bounded(a[ATTR.podName])
-  if (namespace !== undefined || name !== undefined) out.pod = `${namespace ?? '?'}/${name ?? '?'}`
+  // Beside the Sync Controller the pod named is the controller's own: the namespace is the SecretSync's.
+  if (mode === 'sync-controller') {
+    if (namespace !== undefined) out.namespace = namespace
+  } else if (namespace !== undefined || name !== undefined) out.pod = `${namespace ?? '?'}/${name ?? '?'}`
   const spc = bounded(a[ATTR.secretProviderClass])
   if (spc !== undefined) out.secretProviderClass = spc
   return out

@@ -169,12 +169,22 @@ function requireAttr(attrs: Map<string, string>, key: string, hint: string): str
   return value
 }
 
-function parsePod(attrs: Map<string, string>): PodIdentity {
-  const hint = 'the driver passes it when its CSIDriver object has podInfoOnMount: true'
+/**
+ * Who a Mount is for. `pod`: the pod the driver names. `serviceaccount`: the namespace and service
+ * account only, the pod's name and UID left empty (the Secrets Store Sync Controller passes its own
+ * pod's, which say nothing about the SecretSync it asks for).
+ */
+export type RequestIdentity = 'pod' | 'serviceaccount'
+
+function parsePod(attrs: Map<string, string>, identity: RequestIdentity): PodIdentity {
+  const hint =
+    identity === 'pod'
+      ? 'the driver passes it when its CSIDriver object has podInfoOnMount: true'
+      : "the Secrets Store Sync Controller passes the SecretSync's namespace and service account"
   return {
     namespace: requireAttr(attrs, ATTR.podNamespace, hint),
-    name: requireAttr(attrs, ATTR.podName, hint),
-    uid: requireAttr(attrs, ATTR.podUid, hint),
+    name: identity === 'pod' ? requireAttr(attrs, ATTR.podName, hint) : '',
+    uid: identity === 'pod' ? requireAttr(attrs, ATTR.podUid, hint) : '',
     serviceAccount: requireAttr(attrs, ATTR.serviceAccount, hint),
   }
 }
@@ -341,13 +351,14 @@ export type ObjectsParser = (text: string, tenant: string) => SecretObject[]
  * `parseObjectsText` is injected by the composition root (a byte-bounded cache
  * owned by the MountService); without it every call parses with the default
  * -max-objects-size. `flavour`: whose parameter names and defaults apply, that
- * is which reference provider the socket the driver called stands for.
+ * is which reference provider the socket the driver called stands for. `identity`: see RequestIdentity.
  */
 export function parseMountRequest(
   raw: RawMountRequest,
   defaults: VaultDefaults,
   parseObjectsText: ObjectsParser = (text) => parseObjects(text),
   flavour: ProviderFlavour = DEFAULT_FLAVOUR,
+  identity: RequestIdentity = 'pod',
 ): MountSpec {
   if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
     throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
@@ -379,7 +390,7 @@ export function parseMountRequest(
   const podTokens = tokensText === undefined || tokensText === '' ? undefined : parsePodTokens(tokensText)
 
   return {
-    pod: parsePod(attrs),
+    pod: parsePod(attrs, identity),
     secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
     roleName,
     authMount: parseAuthMount(attrs, defaults.authMount, flavour),

@@ -119,6 +119,7 @@ t.test('relative links in the operator and benchmark docs resolve', async (t) =>
     'docs/outputs.md',
     'docs/cli.md',
     'docs/failure-behaviour.md',
+    'docs/sync-controller.md',
     'bench/README.md',
     'bench/NOTES.md',
     'bench/results/README.md',

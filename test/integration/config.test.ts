@@ -72,3 +72,23 @@ for (const c of CASES) {
     t.notMatch(exit.stderr, /\n\s+at /, 'no stack trace')
   })
 }
+
+t.test('-mode=sync-controller: no start without the mounted key file', async (t) => {
+  const dir = await tempDirFor(t, 'vcp-config-')
+  const socketPath = join(dir, 'vault.sock')
+  const noFlag = await runDaemon([`-endpoint=${socketPath}`, '-mode=sync-controller'], socketPath, t)
+  t.equal(noFlag.started, false)
+  t.equal(noFlag.code, 2, 'without -hmac-key-file: a configuration error')
+  t.match(noFlag.stderr, /-mode=sync-controller needs -hmac-key-file/)
+
+  const keyPath = join(dir, 'hmac', 'key')
+  const noFile = await runDaemon(
+    [`-endpoint=${socketPath}`, '-mode=sync-controller', `-hmac-key-file=${keyPath}`],
+    socketPath,
+    t,
+  )
+  t.equal(noFile.started, false, 'the socket was never served')
+  t.equal(noFile.code, 1, `exit code (stderr: ${noFile.stderr.slice(0, 300)})`)
+  t.match(noFile.stderr, /HMAC key file .*\/hmac\/key does not exist: mount the key from a Secret there/)
+  t.notOk(existsSync(keyPath), 'no key file was created in its place')
+})

@@ -68,6 +68,8 @@ export interface ServiceAccountJwtOptions {
   issuedAtSec?: number
   /** Extra or overriding top-level claims. */
   extraClaims?: Record<string, unknown>
+  /** No `pod` claim: a TokenRequest bound to nothing, as the Secrets Store Sync Controller gets them. */
+  unbound?: boolean
 }
 
 /**
@@ -86,7 +88,7 @@ export function signServiceAccountJwt(o: ServiceAccountJwtOptions, key: JwtKeyPa
     jti: randomUUID(),
     'kubernetes.io': {
       namespace: o.namespace,
-      pod: { name: o.podName, uid: o.podUid },
+      ...(o.unbound === true ? {} : { pod: { name: o.podName, uid: o.podUid } }),
       serviceaccount: { name: o.serviceAccount, uid: o.serviceAccountUid ?? randomUUID() },
     },
     nbf: iat,

@@ -22,6 +22,7 @@ function configError(fn: () => unknown): ConfigError {
 t.test('defaults', async (t) => {
   const c = loadConfig([], {})
   t.strictSame(c, {
+    mode: 'node',
     endpoint: '/var/run/secrets-store-csi-providers/vault.sock',
     endpoints: [{ path: '/var/run/secrets-store-csi-providers/vault.sock', flavour: 'vault' }],
     logLevel: 'info',
@@ -136,6 +137,7 @@ t.test('every flag', async (t) => {
     {},
   )
   t.strictSame(c, {
+    mode: 'node',
     endpoint: '/e.sock',
     endpoints: [{ path: '/e.sock', flavour: 'vault' }],
     logLevel: 'warn',
@@ -485,4 +487,40 @@ t.test('-endpoint: one socket or several, each serving the provider its name say
   t.same(bao.tokenRequestAudiences, ['openbao'])
   t.throws(() => loadConfig(['-endpoint=/a.sock,,/b.sock'], {}), /names an empty socket path/)
   t.throws(() => loadConfig(['-endpoint=/a.sock,/a.sock'], {}), /names a socket twice/)
+})
+
+t.test('-mode=sync-controller: the key file is required; what cannot work there is refused, naming why', async (t) => {
+  t.equal(loadConfig([], {}).mode, 'node')
+  t.match(configError(() => loadConfig(['-mode=daemonset'], {})).message, '-mode must be one of node, sync-controller')
+  t.match(
+    configError(() => loadConfig(['-mode=sync-controller'], {})).message,
+    /-mode=sync-controller needs -hmac-key-file: the object-version key as a file mounted from a Secret/,
+  )
+  const key = '-hmac-key-file=/etc/vault-csi-provider/hmac/key'
+  const c = loadConfig(['-mode=sync-controller', key], {})
+  t.match(c, {
+    mode: 'sync-controller',
+    hmacKeyFile: '/etc/vault-csi-provider/hmac/key',
+    identityScope: 'serviceaccount',
+    stateHandover: false,
+    tokenRequestAudiences: [],
+  })
+  t.equal(
+    loadConfig(['-mode=sync-controller', key, '-identity-scope=serviceaccount'], {}).identityScope,
+    'serviceaccount',
+  )
+  t.equal(loadConfig(['-mode=sync-controller', key, '-state-handover=false'], {}).stateHandover, false)
+  const refused: Array<[string, RegExp]> = [
+    ['-hmac-secret-name=k', /-hmac-secret-name has no use with -mode=sync-controller: the controller's RBAC/],
+    ['-token-request-audiences=vault', /-token-request-audiences has no use .*--token-request-audience/],
+    ['-kube-api-url=https://10.0.0.1', /-kube-api-url has no use .*calls no Kubernetes API/],
+    ['-kube-service-account-dir=/sa', /-kube-service-account-dir has no use/],
+    ['-state-handover', /-state-handover cannot be used with -mode=sync-controller/],
+    ['-identity-scope=pod', /-identity-scope=pod cannot be used .*SecretSync's namespace and service account/],
+  ]
+  for (const [flag, message] of refused) {
+    t.match(configError(() => loadConfig(['-mode=sync-controller', key, flag], {})).message, message, flag)
+  }
+  // On a node the same flags are fine.
+  t.equal(loadConfig(['-identity-scope=pod', '-state-handover', '-hmac-secret-name=k'], {}).mode, 'node')
 })

@@ -96,3 +96,58 @@ t.test('no token and no Kubernetes API: NO_POD_TOKEN', async (t) => {
   const err = (await obtainPodToken(spec('vault'), undefined, opts).catch((e) => e)) as ProviderError
   t.equal(err.code, 'NO_POD_TOKEN')
 })
+
+t.test('beside the Sync Controller: only the tokens it passed, never a TokenRequest', async (t) => {
+  const { kube, asked } = fakeKube()
+  const synced = { namespace: 'ns', name: '', uid: '', serviceAccount: 'app' }
+  const specOf = (audience: string, podTokens?: Map<string, { token: string }>): MountSpec =>
+    ({ pod: synced, audience, podTokens }) as unknown as MountSpec
+  const sync = { ...opts, mode: 'sync-controller' as const }
+  const unbound = (serviceAccount: string): string =>
+    signServiceAccountJwt({
+      namespace: 'ns',
+      serviceAccount,
+      podName: '',
+      podUid: '',
+      audience: 'vault',
+      unbound: true,
+      issuedAtSec: NOW / 1000,
+    })
+
+  const ok = await obtainPodToken(specOf('vault', new Map([['vault', { token: unbound('app') }]])), kube, sync)
+  t.equal(ok.source, 'sync-controller', 'the controller’s token, bound to no pod, for the SecretSync’s account')
+
+  const none = (await obtainPodToken(specOf('vault'), kube, sync).catch((e) => e)) as ProviderError
+  t.equal(none.code, 'NO_POD_TOKEN')
+  t.match(none.message, /Sync Controller passed no service-account token; the controller's --token-request-audience/)
+  t.match(none.message, /must include "vault"/)
+
+  const other = (await obtainPodToken(
+    specOf('openbao', new Map([['vault', { token: unbound('app') }]])),
+    kube,
+    sync,
+  ).catch((e) => e)) as ProviderError
+  t.equal(other.code, 'NO_POD_TOKEN')
+  t.match(other.message, /passed service-account tokens for audiences "vault" but not for audience "openbao"/)
+  t.match(other.message, /--token-request-audience \(its chart's tokenRequestAudience\) must include "openbao"/)
+  t.same(asked, [], 'the Kubernetes API was never asked, even with a client at hand')
+
+  const foreign = (await obtainPodToken(
+    specOf('vault', new Map([['vault', { token: unbound('other') }]])),
+    kube,
+    sync,
+  ).catch((e) => e)) as ProviderError
+  t.equal(foreign.code, 'POD_TOKEN_MISMATCH', 'a token of another service account is refused as on a node')
+  const bound = signServiceAccountJwt({
+    namespace: 'ns',
+    serviceAccount: 'app',
+    podName: 'controller-0',
+    podUid: 'uid-c',
+    audience: 'vault',
+    issuedAtSec: NOW / 1000,
+  })
+  const podBound = (await obtainPodToken(specOf('vault', new Map([['vault', { token: bound }]])), kube, sync).catch(
+    (e) => e,
+  )) as ProviderError
+  t.equal(podBound.code, 'POD_TOKEN_MISMATCH', 'a token bound to some pod names a pod this Mount is not for')
+})

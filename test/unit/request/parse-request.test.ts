@@ -653,3 +653,26 @@ t.test('vaultAuthNamespace: the login in one namespace, the reads in another', a
   const long = providerError(() => parseMountRequest(request({ vaultAuthNamespace: 'n'.repeat(300) }), DEFAULTS))
   t.equal(long.message, 'parameter "vaultAuthNamespace" is longer than 256 characters')
 })
+
+t.test('identity "serviceaccount": the namespace and service account only, no pod needed', async (t) => {
+  const attrs: Record<string, string> = { ...POD_ATTRS, roleName: 'web', objects: OBJECTS }
+  const mount = (a: Record<string, string>): ReturnType<typeof parseMountRequest> =>
+    parseMountRequest(
+      { attributes: JSON.stringify(a), secrets: '{}', permission: '420' },
+      DEFAULTS,
+      undefined,
+      'vault',
+      'serviceaccount',
+    )
+  t.same(mount(attrs).pod, { namespace: 'shop', serviceAccount: 'web', name: '', uid: '' }, 'the pod named is ignored')
+  const noPod = { ...attrs }
+  delete noPod[ATTR.podName]
+  delete noPod[ATTR.podUid]
+  t.same(mount(noPod).pod, { namespace: 'shop', serviceAccount: 'web', name: '', uid: '' }, 'and need not be named')
+  const noAccount = { ...attrs }
+  delete noAccount[ATTR.serviceAccount]
+  t.match(
+    thrown(() => mount(noAccount), ProviderError).message,
+    /serviceAccount\.name" is missing: the Secrets Store Sync Controller/,
+  )
+})
