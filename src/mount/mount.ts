@@ -4,7 +4,7 @@
  * Knows nothing of gRPC (the adapter) nor of caches (the Vault layer).
  */
 import { DEFAULT_TOKEN_REQUEST_AUDIENCES, type ProviderMode } from '../config/config.js'
-import { isProviderError, ProviderError, q } from '../errors.js'
+import { ProviderError, q } from '../errors.js'
 import type { HmacKeySource } from '../hmac/hmac-key.js'
 import { obtainPodToken, type PodCredential } from '../identity/pod-token.js'
 import type { KubeClient } from '../kube/client.js'
