@@ -144,7 +144,7 @@ t.test('mount through the socket with a kubectl token, and in-process: the same 
   // minted without a confirmation (no terminal here, so --yes).
   const unconfirmed = await cli(mountArgs)
   t.equal(unconfirmed.code, 2, 'a usage error', { stdout: unconfirmed.stdout, stderr: unconfirmed.stderr })
-  t.match(unconfirmed.stderr, /the SecretProviderClass file chose the Vault address: not confirmed/)
+  t.match(unconfirmed.stderr, /the SecretProviderClass file chose the Vault address \(vaultAddress\): not confirmed/)
   t.match(unconfirmed.stderr, `send it to ${w.bao.addr}`)
   const viaSocket = await cli([...mountArgs, '--yes'])
   t.equal(viaSocket.code, 0, 'exit 0', { stdout: viaSocket.stdout, stderr: viaSocket.stderr })
@@ -199,12 +199,15 @@ t.test(
     const fromFile = await cli(base)
     t.equal(fromFile.code, 2, 'namespace and address from the file: refused without --yes')
     t.match(fromFile.stderr, `kubectl will mint a token for service account ${ns}/app`)
-    t.match(fromFile.stderr, /the SecretProviderClass file chose the namespace, Vault address: not confirmed/)
+    t.match(
+      fromFile.stderr,
+      /the SecretProviderClass file chose the namespace, Vault address \(vaultAddress\): not confirmed/,
+    )
     const outside = await cli([...base, '--yes', '--vault-addr-allowlist=https://vault.elsewhere:8200'])
     t.equal(outside.code, 1)
     t.match(checks(outside).get('vault.reachable'), {
       status: 'fail',
-      detail: `${w.bao.addr} is not in --vault-addr-allowlist; nothing was sent there`,
+      detail: `${w.bao.addr} (parameter "vaultAddress" of the SecretProviderClass) is not in --vault-addr-allowlist; nothing was sent there`,
     })
     const confirmed = await cli([...base, '--yes', `--vault-addr-allowlist=${w.bao.addr}`])
     t.equal(checks(confirmed).get('auth.login')?.status, 'pass', confirmed.stdout)
