@@ -167,7 +167,8 @@ t.test('every object is answered with a version', async (t) => {
 t.test('no object answered (all optional, none in Vault): refused, not an answer the controller rejects', async (t) => {
   const { service, vault } = world(t)
   vault.on(/^GET secret\/data\/gone/, () => {
-    throw new VaultHttpError(404, [])
+    // Vault's own "nothing stored here": a 404 with an empty errors[].
+    throw new VaultHttpError(404, [], undefined, { kind: 'errors', entries: 0 })
   })
   const objects = [{ objectName: 'maybe', secretPath: 'secret/data/gone', secretKey: 'value', optional: true }]
   const err = (await service
