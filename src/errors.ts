@@ -101,13 +101,69 @@ function scrubbedAndCut(text: string, max: number): string {
   return clean.length > max ? `${clean.slice(0, max)}…` : clean
 }
 
+/**
+ * What an error is about, each field only where it applies: code reads these (lint, the CLI, tests),
+ * never the message. `errorText` is the one place they become the line a person reads.
+ */
+export interface ErrorFields {
+  /** The SecretProviderClass parameter (or pod volume attribute) at fault, as the class spells it. */
+  readonly parameter?: string
+  /** The entry of `objects`: its position (0-based) and, once known, its objectName. */
+  readonly object?: ObjectRef
+  /** A file of the answer, relative to the volume. */
+  readonly file?: string
+  /** The Vault call and who made it, as people read it: `GET secret/data/db (role "app", auth mount "kubernetes")`. */
+  readonly call?: string
+  /** Vault's HTTP status, when Vault answered. */
+  readonly vaultStatus?: number
+  /** The Vault address the call went to. */
+  readonly address?: string
+  /** The egress proxy the call went through, as shown (`host:port`, never its credentials). */
+  readonly proxy?: string
+  /** How many attempts the retry layer made, when it made more than one. */
+  readonly attempts?: number
+}
+
+export interface ObjectRef {
+  readonly index: number
+  readonly name?: string
+}
+
+/** How a message names an object: by its objectName once it has one, else by its place in the list. */
+export function objectLabel(object: ObjectRef): string {
+  return object.name === undefined ? `objects[${object.index}]` : `object ${q(object.name)}`
+}
+
+/**
+ * The one line a person reads: the object and the Vault call it is about, then the cause, then how
+ * often it was tried. `detail` says what went wrong and may itself name a parameter or file.
+ */
+export function errorText(detail: string, fields: ErrorFields): string {
+  const context: string[] = []
+  if (fields.object !== undefined) context.push(objectLabel(fields.object))
+  if (fields.call !== undefined) context.push(fields.call)
+  context.push(detail)
+  const text = context.join(': ')
+  return fields.attempts !== undefined && fields.attempts > 1 ? `${text} (after ${fields.attempts} attempts)` : text
+}
+
 export class ProviderError extends Error {
   readonly code: ErrorCode
+  /** The cause alone, without the context `fields` add to the message. */
+  readonly detail: string
+  readonly fields: ErrorFields
 
-  constructor(code: ErrorCode, message: string) {
-    super(safeText(message, MAX_ERROR_MESSAGE_CHARS))
+  constructor(code: ErrorCode, detail: string, fields: ErrorFields = {}) {
+    super(safeText(errorText(detail, fields), MAX_ERROR_MESSAGE_CHARS))
     this.name = 'ProviderError'
     this.code = code
+    this.detail = detail
+    this.fields = fields
+  }
+
+  /** The same error with more context (fields already set win: the innermost knows best). */
+  within(fields: ErrorFields): ProviderError {
+    return new ProviderError(this.code, this.detail, { ...fields, ...this.fields })
   }
 }
 
