@@ -27,7 +27,7 @@ node bench/build-floor.mjs
 # ------------------------------------------------------------- reference provider
 # Default: openbao-csi-provider 2.0.2 (MPL-2.0, the maintained line of HashiCorp's provider), built
 # from the release source kept in the project's shared folder by its build.sh (dependencies from the
-# Go module proxy); bench/shared-dir.sh says where that folder is (beside the repository, or beside
+# Go module proxy); scripts/shared-dir.sh says where that folder is (beside the repository, or beside
 # the checkout a worktree or a local clone belongs to; VCP_SHARED_DIR overrides it).
 # BENCH_REFERENCE_MODULE=<module>@<version> instead `go install`s that module.
 mkdir -p .cache/bench .cache/bin
@@ -75,7 +75,7 @@ if [[ "$want_ref" == "1" && -n "${BENCH_REFERENCE_MODULE:-}" ]]; then
     fi
   fi
 elif [[ "$want_ref" == "1" ]]; then
-  shared="$(bash bench/shared-dir.sh "$ROOT")"
+  shared="$(bash scripts/shared-dir.sh "$ROOT")"
   build="$shared/reference/build.sh"
   tarball="$shared/reference/openbao-csi-provider-2.0.2.tar.xz"
   if [[ ! -f "$build" || ! -f "$tarball" ]]; then

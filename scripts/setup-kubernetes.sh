@@ -78,9 +78,10 @@ build() {
 }
 
 # The Secrets Store Sync Controller (test/e2e/sync-controller.test.ts): the module proxy does not
-# serve it, so the project's shared folder keeps its release source and a build script. Stamp:
+# serve it, so the project's shared folder (scripts/shared-dir.sh finds it, also from a fresh clone
+# elsewhere) keeps its release source and a build script. Stamp:
 # the tarball, the script and `go version`; its chart is copied out of the same tarball.
-SYNC_CONTROLLER_DIR="$ROOT/../shared/sync-controller"
+SYNC_CONTROLLER_DIR="$(bash "$ROOT/scripts/shared-dir.sh" "$ROOT")/sync-controller"
 SYNC_CONTROLLER_TARBALL="secrets-store-sync-controller-0.0.4.tar.xz"
 build_sync_controller() {
   local start stamp want out chart work

@@ -1,4 +1,4 @@
-// bench/shared-dir.sh: where `npm run bench` looks for the project's shared folder (the reference
+// scripts/shared-dir.sh: where the setup and `npm run bench` look for the project's shared folder (the reference
 // provider's source and build script), for a checkout beside it, a worktree and a clone of a local
 // checkout such as CI's fresh clone in a mktemp -d folder. Real git repositories in a temp dir.
 import t from 'tap'
@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { tempDirFor } from '../support/tmp.js'
 
-const SCRIPT = join(PACKAGE_ROOT, 'bench', 'shared-dir.sh')
+const SCRIPT = join(PACKAGE_ROOT, 'scripts', 'shared-dir.sh')
 
 function git(cwd: string, ...args: string[]): void {
   execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd, stdio: 'ignore' })

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Prints the project's shared folder (the reference provider's source and build script live in its
-# reference/) for the checkout at $1 (default: this script's repository):
+# Prints the project's shared folder (the reference provider's source and build script in its
+# reference/, the Sync Controller's release source in sync-controller/; scripts/setup-kubernetes.sh
+# and bench/run.sh use it) for the checkout at $1 (default: this script's repository):
 #   VCP_SHARED_DIR when set; else ../shared beside the checkout; else, in a git worktree elsewhere,
 #   the one beside the main checkout; else, in a clone of a local checkout (CI clones /work/main into
 #   a mktemp -d folder), the one beside the checkout it was cloned from; else ../shared as it is
-#   (bench/run.sh then says it is missing).
+#   (the caller then says it is missing).
 set -euo pipefail
 root="$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/..}" && pwd)"
 if [[ -n "${VCP_SHARED_DIR:-}" ]]; then
