@@ -10,9 +10,9 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
-  tlsHint,
 } from './transport/call-errors.js'
 import { ProxyConnectionError } from './transport/proxy-connection.js'
+import { tlsHint } from './transport/tls-failures.js'
 
 export { MAX_VAULT_ERROR_CHARS, oneLine, statusOf, isTimeout } from './transport/call-errors.js'
 

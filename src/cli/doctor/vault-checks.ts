@@ -5,8 +5,7 @@ import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilie
 import type { ProxySettings } from '../../vault/transport/proxy.js'
 import type { TransportOptions } from '../../vault/transport/tls-files.js'
 import { defaultTransportOptions, VaultTransport } from '../../vault/transport/transport.js'
-import { isTlsErrorCode, tlsFix } from '../../vault/transport/call-errors.js'
-import { isProxyFailureCode } from '../../vault/transport/proxy-connection.js'
+import { isTlsErrorCode, tlsFix } from '../../vault/transport/tls-failures.js'
 import { ms } from '../output.js'
 import type { CheckResult, CheckStatus } from './check.js'
 
@@ -16,18 +15,20 @@ export const FAIL_CLOCK_SKEW_MS = 60_000
 export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: number): CheckResult[] {
   const out: CheckResult[] = []
   const isHttps = conn.address.startsWith('https://')
-  const tlsFailed = h.errorCode !== undefined && isTlsErrorCode(h.errorCode)
+  // A TLS failure with the proxy is the proxy's, not Vault's certificate.
+  const tlsFailed = h.proxy === undefined && isTlsErrorCode(h.errorCode)
   if (!h.reachable && !tlsFailed) {
     out.push({
       id: 'vault.reachable',
       title: 'Vault is reachable',
       status: 'fail',
       detail: `${conn.address}: ${h.detail}`,
-      fix: isProxyFailureCode(h.errorCode)
-        ? 'the egress proxy failed (see vault.proxy for which one and why it is used): check the proxy, its credentials and that it allows CONNECT to the Vault port, or reach Vault directly (NO_PROXY)'
-        : h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
-          ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
-          : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
+      fix:
+        h.proxy !== undefined
+          ? 'the egress proxy failed (see vault.proxy for which one and why it is used): check the proxy, its credentials and that it allows CONNECT to the Vault port, or reach Vault directly (NO_PROXY)'
+          : h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
+            ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
+            : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
     })
   } else {
     out.push({

@@ -25,6 +25,7 @@ import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.j
 import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
 import type { ProxySettings } from '../transport/proxy.js'
+import { codeAtProxy } from '../transport/proxy-connection.js'
 import { defaultTransportOptions, VaultTransport, type TransportOptions } from '../transport/transport.js'
 
 export interface BreakerOptions {
@@ -264,5 +265,6 @@ export function probeOutcome(h: VaultHealth): ProbeOutcome {
   if (h.errorKind === 'timeout') return { healthy: false, sealed: false, cause: 'no answer in time' }
   // A TLS or other configuration error: Vault answered the connection, so it is not down.
   if (h.errorKind === undefined || h.errorKind === 'tls' || h.errorKind === 'other') return { healthy: true }
-  return { healthy: false, sealed: false, cause: `connection failed (${h.errorCode ?? 'error'})` }
+  const code = h.errorCode ?? 'error'
+  return { healthy: false, sealed: false, cause: `connection failed (${h.proxy ? codeAtProxy(code, h.proxy) : code})` }
 }

@@ -20,6 +20,7 @@
  */
 import type { CancelSignal } from '../../util/cancellation.js'
 import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
+import { ProxyConnectionError } from '../transport/proxy-connection.js'
 import { describeFailure } from '../failure-to-error.js'
 import { MAX_ERROR_BODY_BYTES, type VaultCaller } from '../transport/transport.js'
 import { createVaultClient } from '../vault-client.js'
@@ -49,6 +50,8 @@ export interface VaultHealth {
   errorCode?: string
   /** The kind of connection failure when not reachable. */
   errorKind?: ConnectionFailureKind
+  /** The egress proxy (scheme://host:port) when the failure was the proxy's own (proxy-failures.ts). */
+  proxy?: string
   durationMs: number
 }
 
@@ -136,6 +139,7 @@ export async function probeVaultHealth(
       detail: err instanceof VaultConnectionError || !(err instanceof Error) ? failure.detail : err.message,
       errorCode: err instanceof VaultConnectionError ? err.code : undefined,
       errorKind: err instanceof VaultConnectionError ? err.kind : undefined,
+      proxy: err instanceof ProxyConnectionError && err.atProxy ? err.proxy : undefined,
       durationMs: now() - started,
     }
   }

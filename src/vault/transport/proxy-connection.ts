@@ -7,8 +7,8 @@
  *   `CONNECT vault-host:port` (Proxy-Authorization when the proxy URL has credentials) and starts
  *   TLS with Vault over the tunnel with the transport's own material (CA, SNI / server name,
  *   client certificate, skip-verify). The TLS is end to end: the provider verifies Vault's
- *   certificate, and the proxy relays bytes it cannot read. The proxy's answer is read here
- *   (TunnelPool), so that a refusal says which status the proxy gave.
+ *   certificate, and the proxy relays bytes it cannot read. undici sends the CONNECT; its answer
+ *   is read here (TunnelClient), so that a refusal says which status the proxy gave.
  * - http:// Vault: as Go's transport does, no tunnel: requests go to the proxy in absolute form
  *   (`GET http://vault:8200/v1/... HTTP/1.1`), with Proxy-Authorization when the proxy URL has
  *   credentials (http-proxy.ts).
@@ -24,93 +24,25 @@ import {
   PROXY_CONNECT_TIMEOUT_MS,
   ProxyConnectionError,
   proxyAnswerFailure,
-  proxyCode,
   tunnelFailure,
   type ProxyRoute,
 } from './proxy-failures.js'
 import type { TlsConnectOptions } from './secure-contexts.js'
 
-export { ProxyConnectionError, isProxyFailureCode, type ProxyRoute } from './proxy-failures.js'
+export { ProxyConnectionError, codeAtProxy, type ProxyRoute } from './proxy-failures.js'
 
 /**
- * Asks the proxy (through `pool`, undici's HTTP/1.1 client and parser) for a tunnel; resolves
- * with the tunnel's socket on a 2xx answer. Nothing past the answer's empty line may come before
- * the client speaks (TLS): such bytes are refused, not passed on.
+ * ProxyAgent's client to the proxy. undici sends the CONNECT and reads the answer (ProxyAgent
+ * would refuse any status but 200 with the status only in its message); here the answer is read
+ * as a proxy failure that says which status the proxy gave. Nothing past the answer's empty line
+ * may come before the client speaks (TLS): such bytes are refused, not passed on.
  */
-function askForTunnel(
-  pool: Pool,
-  params: Dispatcher.ConnectOptions,
-  route: ProxyRoute,
-): Promise<Dispatcher.ConnectData> {
-  const target = String(params.path)
-  return new Promise((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | undefined
-    let done = false
-    const fail = (err: Error): void => {
-      if (done) return
-      done = true
-      clearTimeout(timer)
-      reject(err)
-      controller?.abort(err)
-    }
-    const timer = setTimeout(
-      () =>
-        fail(
-          new ProxyConnectionError(
-            'timeout',
-            proxyCode(route, 'TIMEOUT'),
-            route,
-            true,
-            `the proxy did not answer CONNECT ${target} within ${PROXY_CONNECT_TIMEOUT_MS / 1000} s`,
-          ),
-        ),
-      PROXY_CONNECT_TIMEOUT_MS,
-    )
-    pool.dispatch(
-      { origin: params.origin, path: target, method: 'CONNECT', headers: params.headers },
-      {
-        onRequestStart: (c) => {
-          controller = c
-          if (done) c.abort(new Error('tunnel not wanted any more'))
-        },
-        onRequestUpgrade: (_c, statusCode, headers, socket) => {
-          if (done) return void socket.destroy()
-          done = true
-          clearTimeout(timer)
-          // undici hands over the connection whatever the proxy answered to CONNECT.
-          if (statusCode < 200 || statusCode > 299) {
-            socket.destroy()
-            reject(proxyAnswerFailure(route, statusCode, target))
-            return
-          }
-          if (socket.readableLength > 0) {
-            socket.destroy()
-            reject(
-              new ProxyConnectionError(
-                'other',
-                proxyCode(route, 'BAD_ANSWER'),
-                route,
-                true,
-                `the proxy sent data after its answer to CONNECT ${target}, before Vault's TLS handshake`,
-              ),
-            )
-            return
-          }
-          // Any 2xx opens the tunnel; ProxyAgent expects exactly 200.
-          resolve({ statusCode: 200, headers, socket } as never)
-        },
-        onResponseError: (_c, err) => fail(tunnelFailure(route, err, target)),
-      },
-    )
-  })
-}
-
-/** ProxyAgent's client to the proxy: each tunnel it asks for goes through askForTunnel. */
-class TunnelPool extends Pool {
+class TunnelClient extends Pool {
   private readonly route: ProxyRoute
 
   constructor(route: ProxyRoute, origin: URL, options: Pool.Options) {
-    super(origin, { ...options, maxHeaderSize: MAX_CONNECT_ANSWER_BYTES })
+    // The proxy's answer to CONNECT gets PROXY_CONNECT_TIMEOUT_MS and MAX_CONNECT_ANSWER_BYTES.
+    super(origin, { ...options, maxHeaderSize: MAX_CONNECT_ANSWER_BYTES, headersTimeout: PROXY_CONNECT_TIMEOUT_MS })
     this.route = route
   }
 
@@ -124,12 +56,40 @@ class TunnelPool extends Pool {
     options: Dispatcher.ConnectOptions,
     callback?: (err: Error | null, data: Dispatcher.ConnectData) => void,
   ): Promise<Dispatcher.ConnectData> | void {
-    const tunnel = askForTunnel(this, options, this.route)
+    const tunnel = this.tunnel(options)
     if (callback === undefined) return tunnel
     tunnel.then(
       (data) => callback(null, data),
       (err: Error) => callback(err, undefined as never),
     )
+  }
+
+  private async tunnel(options: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData> {
+    const target = String(options.path)
+    let answer: Dispatcher.ConnectData
+    try {
+      answer = await super.connect(options)
+    } catch (err) {
+      throw tunnelFailure(this.route, err, target)
+    }
+    const { statusCode, socket } = answer
+    // undici hands over the connection whatever the proxy answered to CONNECT.
+    if (statusCode < 200 || statusCode > 299) {
+      socket.destroy()
+      throw proxyAnswerFailure(this.route, statusCode, target)
+    }
+    if (socket.readableLength > 0) {
+      socket.destroy()
+      throw new ProxyConnectionError(
+        'other',
+        'BAD_ANSWER',
+        this.route,
+        true,
+        `the proxy sent data after its answer to CONNECT ${target}, before Vault's TLS handshake`,
+      )
+    }
+    // Any 2xx opens the tunnel; ProxyAgent expects exactly 200.
+    return { ...answer, statusCode: 200 }
   }
 }
 
@@ -151,7 +111,7 @@ export function proxiedDispatcher(
     proxyTls: { timeout: PROXY_CONNECT_TIMEOUT_MS },
     // The connection to the proxy, guarded: the Vault address must still be allowed.
     clientFactory: (origin, o) =>
-      new TunnelPool(route, origin, {
+      new TunnelClient(route, origin, {
         connect: guardedConnector(
           address,
           {},

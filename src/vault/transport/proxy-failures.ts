@@ -2,15 +2,17 @@
  * What a failure at an egress proxy says (which proxy: proxy.ts; the connection: proxy-connection.ts).
  * At the proxy (it refused, is down, asked for credentials, refused the CONNECT, could not reach
  * Vault, did not answer) a failure names the proxy as scheme://host:port, its variable and the
- * Vault address, with a `PROXY_...` code; any other connection failure of a proxied call keeps its
- * own kind and code (a Vault TLS error stays one) and adds which proxy it went through.
+ * Vault address; any other connection failure of a proxied call keeps its own kind and code (a
+ * Vault TLS error stays one) and adds which proxy it went through. Codes are plain (the socket
+ * code, the proxy's HTTP status, or what the proxy did wrong); the proxy is a field of the error.
  * Credentials are never in a message.
  */
 import { STATUS_CODES } from 'node:http'
 import { errors } from 'undici'
 import { ProviderError } from '../../errors.js'
-import { VaultConnectionError, isTlsErrorCode, type ConnectionFailureKind } from './call-errors.js'
+import { VaultConnectionError, type ConnectionFailureKind } from './call-errors.js'
 import type { ProxyEndpoint } from './proxy.js'
+import { isTlsErrorCode } from './tls-failures.js'
 
 /** Opening the proxy connection, and then the proxy's answer to CONNECT, each get this long. */
 export const PROXY_CONNECT_TIMEOUT_MS = 10_000
@@ -27,18 +29,12 @@ export interface ProxyRoute {
 }
 
 /**
- * Codes of failures at the proxy itself: `PROXY_<what>@<proxy host:port>` (PROXY_ECONNREFUSED@proxy.corp:3128,
- * PROXY_407@…, PROXY_TIMEOUT@…), so that every text built from a code (the breaker's fail-fast message,
- * retry logs, doctor) names the proxy, and never its credentials.
+ * A failure at the proxy's code as texts made of codes show it (the breaker's "last: connection
+ * failed (…)"): `PROXY_ECONNREFUSED@proxy.corp:3128`, naming the proxy (`shown`: scheme://host:port)
+ * and never its credentials. The one place this text is made.
  */
-const PROXY_CODE_PREFIX = 'PROXY_'
-
-export function proxyCode(route: ProxyRoute, what: string | number): string {
-  return `${PROXY_CODE_PREFIX}${what}@${authority(route.endpoint.hostname, route.endpoint.port)}`
-}
-
-export function isProxyFailureCode(code: string | undefined): boolean {
-  return code !== undefined && code.startsWith(PROXY_CODE_PREFIX)
+export function codeAtProxy(code: string, shown: string): string {
+  return `PROXY_${code}@${shown.slice(shown.indexOf('//') + 2)}`
 }
 
 /** host:port as a CONNECT target or Host header (brackets around IPv6). */
@@ -49,10 +45,11 @@ export function authority(hostname: string, port: number | string): string {
 
 /**
  * A connection failure of a call that went through an egress proxy. `atProxy`: the proxy
- * itself failed (code PROXY_...), and `reason` says how; otherwise the failure is Vault's
- * (or the tunnel's), with its own code, and only the route is added.
+ * itself failed, and `reason` says how; otherwise the failure is Vault's (or the tunnel's),
+ * and only the route is added.
  */
 export class ProxyConnectionError extends VaultConnectionError {
+  /** The proxy as every message shows it: scheme://host:port. */
   readonly proxy: string
   readonly variable: string
   readonly vaultAddress: string
@@ -127,13 +124,13 @@ export function proxyLegFailure(route: ProxyRoute, err: unknown): ProxyConnectio
       "system's CAs (add a CA with NODE_EXTRA_CA_CERTS)",
     other: `connecting to the proxy failed (${code})`,
   }
-  return new ProxyConnectionError(kind, proxyCode(route, code), route, true, reason[kind])
+  return new ProxyConnectionError(kind, code, route, true, reason[kind])
 }
 
 /** The proxy's non-2xx answer to CONNECT (or, for http:// Vault, its own error answer) as a failure. */
 export function proxyAnswerFailure(route: ProxyRoute, status: number, target: string): ProxyConnectionError {
   const answer = `${status}${STATUS_CODES[status] ? ` ${STATUS_CODES[status]}` : ''}`
-  const code = proxyCode(route, status)
+  const code = String(status)
   // 407 is the proxy's way to ask; some (tinyproxy, to CONNECT) answer 401.
   if (status === 407 || status === 401) {
     const reason = route.endpoint.hasCredentials
@@ -165,7 +162,7 @@ export function tunnelFailure(route: ProxyRoute, err: unknown, target: string): 
   if (err instanceof ProviderError || err instanceof ProxyConnectionError) return err
   const code = codeOf(err)
   const failed = (kind: ConnectionFailureKind, what: string, reason: string): ProxyConnectionError =>
-    new ProxyConnectionError(kind, proxyCode(route, what), route, true, reason)
+    new ProxyConnectionError(kind, what, route, true, reason)
   // undici's parser found no HTTP answer, or one past its size limit.
   if (err instanceof errors.HTTPParserError)
     return failed('other', 'BAD_ANSWER', `the proxy's answer to CONNECT ${target} is not HTTP`)
@@ -174,6 +171,13 @@ export function tunnelFailure(route: ProxyRoute, err: unknown, target: string): 
       'other',
       'BAD_ANSWER',
       `the proxy's answer to CONNECT ${target} is longer than ${MAX_CONNECT_ANSWER_BYTES} bytes`,
+    )
+  }
+  if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+    return failed(
+      'timeout',
+      'TIMEOUT',
+      `the proxy did not answer CONNECT ${target} within ${PROXY_CONNECT_TIMEOUT_MS / 1000} s`,
     )
   }
   if (code === 'UND_ERR_SOCKET') {

@@ -13,7 +13,7 @@ import { ProviderError } from '../../../../src/errors.js'
 import { describeFailure } from '../../../../src/vault/failure-to-error.js'
 import { VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import { readProxySettings } from '../../../../src/vault/transport/proxy.js'
-import { ProxyConnectionError, isProxyFailureCode } from '../../../../src/vault/transport/proxy-connection.js'
+import { ProxyConnectionError, codeAtProxy } from '../../../../src/vault/transport/proxy-connection.js'
 import {
   VaultTransport,
   defaultTransportOptions,
@@ -293,50 +293,38 @@ t.test('failures at the proxy: typed, naming the proxy and Vault, with what to d
   })()
   const target = v.address.slice('https://'.length)
   const cases: Array<[string, Behaviour | 'down', string, string, string]> = [
-    // [what, the proxy, kind, code before @, reason]
+    // [what, the proxy, kind, code, reason]
     [
       'down',
       'down',
       'refused',
-      'PROXY_ECONNREFUSED',
+      'ECONNREFUSED',
       'the proxy refused the connection (ECONNREFUSED): check that it listens at http://127.0.0.1:PORT',
     ],
-    [
-      'hangs up',
-      'close',
-      'reset',
-      'PROXY_CLOSED',
-      `the proxy closed the connection before answering CONNECT ${target}`,
-    ],
-    ['not HTTP', 'garbage', 'other', 'PROXY_BAD_ANSWER', `the proxy's answer to CONNECT ${target} is not HTTP`],
+    ['hangs up', 'close', 'reset', 'CLOSED', `the proxy closed the connection before answering CONNECT ${target}`],
+    ['not HTTP', 'garbage', 'other', 'BAD_ANSWER', `the proxy's answer to CONNECT ${target} is not HTTP`],
     [
       'bytes after its answer',
       'extra',
       'other',
-      'PROXY_BAD_ANSWER',
+      'BAD_ANSWER',
       `the proxy sent data after its answer to CONNECT ${target}, before Vault's TLS handshake`,
     ],
     [
       'refuses the credentials',
       407,
       'other',
-      'PROXY_407',
+      '407',
       'the proxy refused the user and password in HTTPS_PROXY (407 Proxy Authentication Required)',
     ],
     [
       'refuses the tunnel',
       403,
       'other',
-      'PROXY_403',
+      '403',
       `the proxy refused to connect to ${target} (403 Forbidden): allow it in the proxy (CONNECT to port ${target.split(':')[1]}), or list the Vault host in NO_PROXY`,
     ],
-    [
-      'cannot reach Vault',
-      502,
-      'unreachable',
-      'PROXY_502',
-      `the proxy could not reach Vault at ${target} (502 Bad Gateway)`,
-    ],
+    ['cannot reach Vault', 502, 'unreachable', '502', `the proxy could not reach Vault at ${target} (502 Bad Gateway)`],
   ]
   for (const [what, behaviour, kind, code, reason] of cases) {
     const port = behaviour === 'down' ? closedPort : (await testProxy(t, behaviour)).port
@@ -355,8 +343,9 @@ t.test('failures at the proxy: typed, naming the proxy and Vault, with what to d
     const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))) as ProxyConnectionError
     t.ok(err instanceof ProxyConnectionError && err.atProxy, `${what}: a failure at the proxy`)
     t.equal(err.kind, kind, `${what}: kind`)
-    t.equal(err.code, `${code}@127.0.0.1:${port}`, `${what}: code`)
-    t.ok(isProxyFailureCode(err.code))
+    t.equal(err.code, code, `${what}: code`)
+    t.equal(err.proxy, `http://127.0.0.1:${port}`, `${what}: the proxy, as messages show it`)
+    t.equal(codeAtProxy(err.code, err.proxy), `PROXY_${code}@127.0.0.1:${port}`, `${what}: as the breaker names it`)
     const detail = describeFailure(err).detail
     t.equal(
       detail,
@@ -417,7 +406,8 @@ t.test("http:// Vault: the proxy's own error answers are proxy failures", async 
     const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))) as ProxyConnectionError
     t.ok(err instanceof ProxyConnectionError && err.atProxy, `${status}: the proxy's`)
     t.equal(err.kind, kind)
-    t.equal(err.code, `PROXY_${status}@127.0.0.1:${proxy.port}`)
+    t.equal(err.code, String(status))
+    t.equal(err.proxy, proxy.url)
     t.match(describeFailure(err).detail, `through the proxy ${proxy.url} (VAULT_PROXY_ADDR): the proxy `)
   }
   const asks = await testProxy(t, 407)
