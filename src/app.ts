@@ -27,11 +27,13 @@ import { HealthCache } from './server/health-cache.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { loadProtos } from './server/proto.js'
 import { AddressAllowlist } from './vault/transport/address-allowlist.js'
-import { BreakerRegistry, probeHealth, probeOutcome } from './vault/resilience/breaker.js'
-import { probeVaultHealth } from './vault/resilience/health-probe.js'
+import { BreakerRegistry } from './vault/resilience/breaker.js'
+import { probeVaultHealth, providerProber } from './vault/resilience/health-probe.js'
 import { SessionPool } from './vault/sessions/pool.js'
-import { TransportRegistry, type TransportSource } from './vault/transport/registry.js'
+import { PROVIDER_TENANT, TransportRegistry, type TransportSource } from './vault/transport/registry.js'
 import { anyProxy, describeProxySettings, readProxySettings, type ProxySettings } from './vault/transport/proxy.js'
+import { SecureContexts } from './vault/transport/secure-contexts.js'
+import { NO_OBSERVER } from './vault/transport/transport.js'
 
 export interface Provider {
   mountService: MountService
@@ -123,6 +125,37 @@ function readEgressProxy(env: NodeJS.ProcessEnv, logger: Logger): ProxySettings 
     )
   }
   return proxy
+}
+
+/** What every Vault transport of a process goes through and reports to. */
+export interface VaultReach {
+  /** The egress proxy environment, read once (readProxySettings). */
+  proxy: ProxySettings
+  /** -vault-addr-allowlist, checked on every connection. */
+  allowlist: AddressAllowlist
+  /** Told about every Vault call (NO_OBSERVER where nobody listens). */
+  observer: VaultObserver
+}
+
+/**
+ * The Vault transports of a process: one registry of connection pools with the flags' limits and
+ * `reach`, and the TLS contexts they share. Every transport comes from here: the daemon's (Mounts,
+ * the breaker's probes, /health/vault), the CLI's in-process Mounts and `doctor`'s.
+ */
+export function buildVaultTransports(config: ProviderConfig, reach: VaultReach): TransportRegistry {
+  return new TransportRegistry(
+    {
+      maxTlsFileBytes: config.limits.maxTlsFileBytes,
+      tlsFileDirs: config.limits.tlsFileDirs,
+      operatorTls: config.vault.tls,
+      allowlist: reach.allowlist,
+      maxResponseBytes: config.limits.maxVaultResponseBytes,
+      observer: reach.observer,
+      idleConnectionMs: config.vaultIdleConnectionMs,
+      proxy: reach.proxy,
+    },
+    new SecureContexts(),
+  )
 }
 
 /** How often a replaced instance checks that its successor still holds the socket. */
@@ -257,27 +290,11 @@ export async function buildMountService(
     )
   }
   // One transport per Vault connection, reporting every call (health probes included) to the observer.
-  const transports = new TransportRegistry({
-    maxTlsFileBytes: config.limits.maxTlsFileBytes,
-    tlsFileDirs: config.limits.tlsFileDirs,
-    operatorTls: config.vault.tls,
-    allowlist,
-    maxResponseBytes: config.limits.maxVaultResponseBytes,
-    observer: vaultObserver,
-    idleConnectionMs: config.vaultIdleConnectionMs,
-    proxy,
-  })
+  const transports = buildVaultTransports(config, { proxy, allowlist, observer: vaultObserver ?? NO_OBSERVER })
   // The breaker probes with the provider's own settings for an address, never a Mount's: the
   // operator's TLS for -vault-addr (through its shared pool), none for any other address; the egress
   // proxy the environment names for either.
-  const breakers = new BreakerRegistry(
-    {},
-    async (address, timeoutMs) =>
-      address === config.vault.address
-        ? probeOutcome(await probeVaultHealth(await transports.get(providerConnection(config)), timeoutMs))
-        : probeHealth(address, timeoutMs, { proxy, allowlist }),
-    logger,
-  )
+  const breakers = new BreakerRegistry({}, providerProber(transports, providerConnection(config)), logger)
   const { pool, mountService } = wireMountService(config, {
     logger,
     observer: vaultObserver,
@@ -367,7 +384,9 @@ export async function buildProvider(
     vaultHealth:
       config.vault.address === undefined
         ? undefined
-        : new HealthCache(async () => probeVaultHealth(await parts.transports.get(providerConnection(config)), 5_000)),
+        : new HealthCache(async () =>
+            probeVaultHealth(await parts.transports.get(providerConnection(config), PROVIDER_TENANT), 5_000),
+          ),
     vaultAddress: config.vault.address,
   })
   // State handover (docs/failure-behaviour.md): an upgrade takes over the tokens and leases of the

@@ -1,10 +1,12 @@
 /**
  * Turns a failed Vault call into a ProviderError whose message a person can
- * act on. The transport's typed errors (call-errors.ts) carry only the HTTP
- * status, Vault's bounded and scrubbed `errors[]` and the socket code: never
- * the request (headers with the token, the login body with the JWT).
+ * act on, with the call, Vault's status, the proxy and the attempts as fields
+ * (src/errors.ts composes the line). The transport's typed errors
+ * (call-errors.ts) carry only the HTTP status, Vault's bounded and scrubbed
+ * `errors[]` and the socket code: never the request (headers with the token,
+ * the login body with the JWT).
  */
-import { ProviderError, type ErrorCode } from '../errors.js'
+import { ProviderError, type ErrorCode, type ErrorFields } from '../errors.js'
 import {
   MAX_VAULT_ERROR_CHARS,
   VaultCallAborted,
@@ -60,22 +62,43 @@ export function classify(failure: VaultFailure, login: boolean): ErrorCode {
   return 'VAULT_BAD_RESPONSE'
 }
 
-/** The error of a call that ran out of the Mount's time, or whose caller left. */
-export function deadlineError(what: string, cancelled: boolean): ProviderError {
+/** The error of a call (`fields`: which, and to which address) that ran out of the Mount's time, or whose caller left. */
+export function deadlineError(fields: ErrorFields, cancelled: boolean): ProviderError {
   return new ProviderError(
     'DEADLINE_EXCEEDED',
     cancelled
-      ? `${what}: the driver cancelled the Mount before Vault answered`
-      : `${what}: Vault did not answer before the Mount's deadline`,
+      ? 'the driver cancelled the Mount before Vault answered'
+      : "Vault did not answer before the Mount's deadline",
+    fields,
   )
 }
 
-export function vaultError(err: unknown, what: string, login: boolean): ProviderError {
-  if (err instanceof ProviderError) return err
-  if (err instanceof VaultCallAborted) return deadlineError(what, true)
+/** Refusals of the HTTP layer and the connection guard: they say what happened, the call's fields say to which call. */
+const TRANSPORT_REFUSALS: ReadonlySet<ErrorCode> = new Set([
+  'VAULT_REDIRECT_REFUSED',
+  'VAULT_RESPONSE_TOO_LARGE',
+  'VAULT_ADDRESS_NOT_ALLOWED',
+])
+
+/**
+ * The error of a failed call (`fields`: which, and to which address); `login` marks the auth call.
+ * Any other ProviderError (the breaker failing fast, a TLS file that cannot be read) already says
+ * what it is about and goes up as it is.
+ */
+export function vaultError(err: unknown, fields: ErrorFields, login: boolean): ProviderError {
+  if (err instanceof ProviderError) return TRANSPORT_REFUSALS.has(err.code) ? err.within(fields) : err
+  if (err instanceof VaultCallAborted) return deadlineError(fields, true)
   const failure = describeFailure(err)
+  const code = classify(failure, login)
   const answer = failure.status === undefined ? failure.detail : `Vault answered ${failure.status}: ${failure.detail}`
-  return new ProviderError(classify(failure, login), `${what}: ${answer}`)
+  const attempts = attemptsOf(err)
+  return new ProviderError(code, answer, {
+    ...fields,
+    vaultStatus: failure.status,
+    proxy: err instanceof ProxyConnectionError ? err.proxy : undefined,
+    // A person is told how often a read was tried when Vault stayed unavailable: what retries are for.
+    attempts: !login && code === 'VAULT_UNAVAILABLE' && attempts > 1 ? attempts : undefined,
+  })
 }
 
 /**
@@ -92,17 +115,22 @@ export function saysNothingStored(err: unknown): boolean {
 }
 
 /**
- * VAULT_NOT_FOUND of an object's own read, thrown only when Vault said that nothing is stored
- * there (saysNothingStored): the one failure `optional: true` skips. Every other 404 (a login, a
- * lease renewal, a namespace, another server) is a plain ProviderError of the same code.
+ * VAULT_NOT_FOUND of an object's own read, made only when Vault said that nothing is stored there
+ * (saysNothingStored): the one failure `optional: true` skips. Every other 404 (a login, a lease
+ * renewal, a namespace, another server) is a plain ProviderError of the same code. More context
+ * (within()) keeps it one.
  */
 export class SecretNotStored extends ProviderError {
-  constructor(message: string) {
-    super('VAULT_NOT_FOUND', message)
+  constructor(detail: string, fields: ErrorFields) {
+    super('VAULT_NOT_FOUND', detail, fields)
+  }
+
+  override within(fields: ErrorFields): SecretNotStored {
+    return new SecretNotStored(this.detail, { ...fields, ...this.fields })
   }
 }
 
 /** How many attempts the retry layer made for a failed call (1 for anything it did not retry). */
-export function attemptsOf(err: unknown): number {
+function attemptsOf(err: unknown): number {
   return err instanceof VaultHttpError || err instanceof VaultConnectionError ? err.attempts : 1
 }

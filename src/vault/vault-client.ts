@@ -1,42 +1,56 @@
 /**
- * node-vault, the Vault API client, with the Vault transport as its request hook.
+ * node-vault, the Vault API client, with the Vault transport as its request function.
  *
- * node-vault builds every call — the path of each API method, the JSON body,
- * the X-Vault-Token header from the token its client holds (set by its own
- * login and renew-self methods) — and hands it to the function given in its
- * documented `request-promise` option. That function is `transportHook` below:
- * it sends the call through the transport (transport/transport.ts), the one
- * place that knows HTTP, TLS and the address allow-list.
+ * node-vault builds every call — the path of each API method, the JSON body, the X-Vault-Token
+ * header from the token its client holds (set by its own login and renew-self methods) — and hands
+ * it to the function given in its `request-promise` option. That function is `transportHook`
+ * below: it sends the call through the transport (transport/transport.ts), the one place that
+ * knows HTTP, TLS and the address allow-list.
  *
- * A client is one identity (sessions/session.ts makes one per session, the
- * health probe one per transport without a token). node-vault falls back to
- * the provider's own environment (VAULT_TOKEN, VAULT_NAMESPACE, VAULT_PREFIX)
- * when its settings are empty; a pod must never borrow those, so the client
- * starts with an empty token and the hook takes the namespace and address
- * from the session, never from node-vault's settings.
+ * Each call states its options in the per-call `requestOptions` node-vault documents (its README:
+ * axios request options, `timeout` and `headers` among them): see CallOptions. What node-vault has
+ * no slot for is bound per client (the tenant) or follows from the call itself (its operation).
  *
- * Calls that node-vault has no method for (a PUT to a secret path) go through
- * `client.request()`, node-vault's documented generic call: see `sendRequest`.
+ * A client is one identity (sessions/session.ts makes one per session, the health probe one per
+ * probe, without a token). node-vault falls back to the provider's own environment (VAULT_TOKEN,
+ * VAULT_NAMESPACE) when its settings are empty; a pod must never borrow those, so the client
+ * starts with neither.
  */
 import nodeVault from 'node-vault'
-import type { VaultCall, VaultCaller } from './transport/transport.js'
+import { operationOfCall, type VaultOperation } from '../observability/vault-observer.js'
+import { NEVER_CANCELLED, type CancelSignal } from '../util/cancellation.js'
+import { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from './transport/transport.js'
 
 export type VaultClient = nodeVault.client
 
-/** What a call states besides what node-vault builds; passed as `requestOptions.vault` (or `{ vault }` to read and write). */
-export type CallOptions = Pick<
-  VaultCall,
-  'timeoutMs' | 'cancel' | 'maxResponseBytes' | 'anyStatus' | 'operation' | 'namespace'
->
+/** One call's options, in node-vault's documented per-call `requestOptions`. */
+export interface CallOptions {
+  /** The whole call, in ms. */
+  timeout: number
+  /** X-Vault-Namespace, unless the call goes to the root namespace. */
+  headers: Record<string, string>
+  /**
+   * The caller gave up: in axios's `signal` slot, which node-vault passes on to the request
+   * function; our hook reads it, not axios, so it is the Mount's CancelSignal (util/cancellation.ts).
+   */
+  signal: CancelSignal
+}
 
-/** What node-vault hands the request hook: its own fields, and ours under `vault`. */
-interface NodeVaultRequest {
+/** The options of one call to `namespace` ('' the root namespace). */
+export function callOptions(timeoutMs: number, cancel: CancelSignal, namespace: string): CallOptions {
+  return { timeout: timeoutMs, headers: namespace === '' ? {} : { 'X-Vault-Namespace': namespace }, signal: cancel }
+}
+
+/** A call that states no timeout (none of ours) is held to this. */
+const DEFAULT_TIMEOUT_MS = 30_000
+
+/** What node-vault hands the request function: what it built, and the call's own options. */
+interface NodeVaultRequest extends Partial<CallOptions> {
   method: string
   /** After /v1, with a leading slash and the query. */
   path: string
   json?: unknown
   headers?: Record<string, string>
-  vault?: CallOptions
 }
 
 /** The answer shape node-vault's response handling reads. */
@@ -46,26 +60,34 @@ interface NodeVaultResponse {
   request: { path: string }
 }
 
+/** Operations whose answers are a token's or a lease's: small, so held to MAX_TOKEN_ANSWER_BYTES. */
+const TOKEN_ANSWERS: ReadonlySet<VaultOperation> = new Set(['login', 'renew', 'revoke'])
+
 function transportHook(
   transport: VaultCaller,
-  namespace: string | undefined,
-  defaults: CallOptions,
+  tenant: string,
 ): (options: NodeVaultRequest) => Promise<NodeVaultResponse> {
   return async (options) => {
-    const call = options.vault ?? defaults
-    // A call may name its own namespace (a read in another one than the login's); '' is the root.
-    const ns = call.namespace === undefined ? namespace : call.namespace === '' ? undefined : call.namespace
+    const operation = operationOfCall(options.method, options.path)
     const answer = await transport.call({
       method: options.method,
       path: options.path.replace(/^\/+/, ''),
       token: options.headers?.['X-Vault-Token'],
-      namespace: ns,
+      namespace: options.headers?.['X-Vault-Namespace'],
       body: options.json,
-      timeoutMs: call.timeoutMs,
-      cancel: call.cancel,
-      maxResponseBytes: call.maxResponseBytes,
-      anyStatus: call.anyStatus,
-      operation: call.operation,
+      timeoutMs: options.timeout ?? DEFAULT_TIMEOUT_MS,
+      cancel: options.signal ?? NEVER_CANCELLED,
+      tenant,
+      operation,
+      // What node-vault has no option for follows from the operation: sys/health speaks in
+      // statuses (any is an answer), token and lease answers are small.
+      anyStatus: operation === 'health',
+      maxResponseBytes:
+        operation === 'health'
+          ? MAX_ERROR_BODY_BYTES
+          : TOKEN_ANSWERS.has(operation)
+            ? MAX_TOKEN_ANSWER_BYTES
+            : undefined,
     })
     // The transport throws for every status but 200 and 204 unless the call allows any (sys/health).
     return { statusCode: answer.status, body: answer.body, request: { path: options.path } }
@@ -73,35 +95,41 @@ function transportHook(
 }
 
 /**
- * A node-vault client whose calls go through `transport` with `namespace` (none: the root
- * namespace) unless a call names its own (CallOptions.namespace). `defaults` bound the calls that state no options of their own: node-vault sends
- * revoke-self without a schema, so its arguments would become the request body.
+ * A node-vault client whose calls go through `transport`, held by `tenant` (the namespace whose
+ * Mounts make them, or PROVIDER_TENANT): bound per client, since node-vault has no option for it.
  */
-export function createVaultClient(
-  transport: VaultCaller,
-  namespace: string | undefined,
-  defaults: CallOptions,
-): VaultClient {
+export function createVaultClient(transport: VaultCaller, tenant: string): VaultClient {
   const client = nodeVault({
     apiVersion: 'v1',
     // Never used for sending: the hook sends to the transport's own address.
     endpoint: transport.address,
     // node-vault's debug output includes request bodies (the login JWT).
     debug: () => undefined,
-    'request-promise': { defaults: () => transportHook(transport, namespace, defaults) },
+    'request-promise': { defaults: () => transportHook(transport, tenant) },
   })
   // Not the provider's own VAULT_TOKEN, which node-vault takes when it is given no token.
   client.token = ''
+  // Nor VAULT_NAMESPACE, which would also replace the namespace each call names in its headers.
+  ;(client as VaultClient & { namespace: string }).namespace = ''
   return client
 }
 
-/** A call node-vault has no method for (PUT to a secret path): its generic `request`, with the same hook. */
+/** A call node-vault has no method for (PUT to a secret path): its generic `request`. */
 export function sendRequest(
   client: VaultClient,
   method: string,
   path: string,
   body: unknown,
-  vault: CallOptions,
+  options: CallOptions,
 ): Promise<unknown> {
-  return client.request({ method, path: `/${path}`, json: body, vault })
+  return client.request({ method, path: `/${path}`, json: body, ...options })
+}
+
+/**
+ * revoke-self with the token the client holds. node-vault's tokenRevokeSelf() sends its arguments
+ * as the body (it has no schema), so its options cannot be given there: the same POST, through
+ * its documented write().
+ */
+export function revokeSelf(client: VaultClient, options: CallOptions): Promise<unknown> {
+  return client.write('auth/token/revoke-self', {}, options)
 }

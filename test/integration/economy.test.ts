@@ -18,7 +18,7 @@ import type { MountSpec, SecretObject } from '../../src/request/types.js'
 import { Deadline } from '../../src/util/deadline.js'
 import { SessionPool } from '../../src/vault/sessions/pool.js'
 import { TransportRegistry } from '../../src/vault/transport/registry.js'
-import { defaultTransportOptions } from '../../src/vault/transport/transport.js'
+import { SecureContexts } from '../../src/vault/transport/secure-contexts.js'
 import { DEFAULT_POLICY, DEFAULT_ROLE, Fixture, JWT_MOUNT } from '../support/fixture.js'
 import { createJwtRole, signServiceAccountJwt } from '../support/jwt.js'
 import { findLeaks } from '../support/leaks.js'
@@ -26,13 +26,12 @@ import { ManualTime } from '../support/manual-time.js'
 import { configurePki } from '../support/pki.js'
 import { configurePostgresSecretsEngine, startPostgres } from '../support/postgres.js'
 import { ANY_ADDRESS, NO_BREAKER } from '../support/fake-vault.js'
+import { testTransportOptions } from '../support/transport-options.js'
 
 /** The provider's Vault layer in this process, on a manual clock, talking to the fixture's OpenBao. */
 function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
   const time = new ManualTime(Date.now())
-  const transports = new TransportRegistry(
-    defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, { allows: () => true }),
-  )
+  const transports = new TransportRegistry(testTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), new SecureContexts())
   const pool = new SessionPool({
     maxSessions: 100,
     scope: 'pod',

@@ -3,15 +3,15 @@
 // needs a process started with NODE_EXTRA_CA_CERTS (Node reads it at start only).
 // Usage: node <loaders> https-proxy-call.ts <vault address> <vault CA file>
 import { readProxySettings } from '../../src/vault/transport/proxy.js'
-import { VaultTransport, defaultTransportOptions } from '../../src/vault/transport/transport.js'
+import { testTransport, testTransportOptions } from './transport-options.js'
 
 const [address, caCertPath] = process.argv.slice(2)
-const transport = await VaultTransport.create(
+const transport = await testTransport(
   { address: address!, tls: { skipVerify: false, caCertPath } },
-  { ...defaultTransportOptions(64 * 1024, { allows: () => true }), proxy: readProxySettings(process.env) },
+  { ...testTransportOptions(64 * 1024), proxy: readProxySettings(process.env) },
 )
 try {
-  const answer = await transport.call({ method: 'GET', path: 'secret/x', timeoutMs: 10_000 })
+  const answer = await transport.call({ tenant: 'test', method: 'GET', path: 'secret/x', timeoutMs: 10_000 })
   process.stdout.write(JSON.stringify(answer.body) + '\n')
 } finally {
   await transport.close()

@@ -1,25 +1,13 @@
 /** Auth checks: the auth mount and the role exist; with a pod token, the pod can log in. */
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { ProviderError } from '../../errors.js'
 import type { VaultConnection } from '../../request/types.js'
+import { NEVER_CANCELLED } from '../../util/cancellation.js'
 import { describeFailure } from '../../vault/failure-to-error.js'
 import { VaultHttpError } from '../../vault/transport/call-errors.js'
-import { defaultTransportOptions, MAX_TOKEN_ANSWER_BYTES, VaultTransport } from '../../vault/transport/transport.js'
-import { createVaultClient, type VaultClient } from '../../vault/vault-client.js'
-import type { ProxySettings } from '../../vault/transport/proxy.js'
-import type { TransportOptions } from '../../vault/transport/tls-files.js'
-
-type Allowlist = TransportOptions['allowlist']
+import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
+import type { VaultCaller } from '../../vault/transport/transport.js'
+import { callOptions, createVaultClient, revokeSelf } from '../../vault/vault-client.js'
 import type { CheckResult } from './check.js'
-
-/** A Vault transport with the provider's default limits, egress proxy and allow-list, for one doctor check. */
-function doctorTransport(
-  conn: VaultConnection,
-  proxy: ProxySettings | undefined,
-  allowlist: Allowlist,
-): Promise<VaultTransport> {
-  return VaultTransport.create(conn, { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, allowlist), proxy })
-}
 
 interface LoginProbe {
   /** Vault's HTTP status; undefined when no answer came. */
@@ -38,36 +26,29 @@ async function tryLogin(
   mount: string,
   role: string,
   jwt: string,
-  proxy: ProxySettings | undefined,
-  allowlist: Allowlist,
+  transports: TransportSource,
 ): Promise<LoginProbe> {
-  let transport: VaultTransport
+  let transport: VaultCaller
   try {
-    transport = await doctorTransport(conn, proxy, allowlist)
+    transport = await transports.get(conn, PROVIDER_TENANT)
   } catch (err) {
     return { errors: [], detail: err instanceof Error ? err.message : String(err) }
   }
-  // Calls without options of their own (revoke-self) are held to these.
-  const client: VaultClient = createVaultClient(transport, conn.namespace, {
-    timeoutMs: 5_000,
-    maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-    operation: 'revoke',
-  })
+  const client = createVaultClient(transport, PROVIDER_TENANT)
+  const namespace = conn.namespace ?? ''
   try {
     await client.kubernetesLogin({
       role,
       jwt,
       mount_point: mount,
-      requestOptions: { vault: { timeoutMs: 10_000, maxResponseBytes: MAX_TOKEN_ANSWER_BYTES, operation: 'login' } },
+      requestOptions: callOptions(10_000, NEVER_CANCELLED, namespace),
     })
     // The client holds the token node-vault's login set.
-    await client.tokenRevokeSelf().catch(() => undefined)
+    await revokeSelf(client, callOptions(5_000, NEVER_CANCELLED, namespace)).catch(() => undefined)
     return { status: 200, errors: [] }
   } catch (err) {
     if (err instanceof VaultHttpError) return { status: err.status, errors: [...err.errors] }
     return { errors: [], detail: err instanceof ProviderError ? err.message : describeFailure(err).detail }
-  } finally {
-    await transport.close()
   }
 }
 
@@ -78,8 +59,7 @@ export async function authChecks(
   mount: string,
   role: string | undefined,
   jwt: string | undefined,
-  proxy: ProxySettings | undefined,
-  allowlist: Allowlist,
+  transports: TransportSource,
 ): Promise<CheckResult[]> {
   if (!role) {
     return [
@@ -94,7 +74,7 @@ export async function authChecks(
   }
   // Without the pod's token, a login with a deliberately invalid JWT still tells an
   // unknown mount (403), an unknown role ("role … not found") and a known role (token rejected) apart.
-  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt', proxy, allowlist)
+  const probe = await tryLogin(conn, mount, role, jwt ?? 'doctor.invalid.jwt', transports)
   const errors = probe.errors.join('; ')
   const out: CheckResult[] = []
   if (probe.status === undefined) {

@@ -17,7 +17,9 @@ import { parseVaultSettings, type VaultSettings } from '../../request/parse-requ
 import { printable, printableJson } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
+import { buildVaultTransports } from '../../app.js'
 import { AddressAllowlist } from '../../vault/transport/address-allowlist.js'
+import { NO_OBSERVER, NO_PROXY_SETTINGS } from '../../vault/transport/transport.js'
 import { chosen, classLogin, confirmMinting, type MintPlan } from '../minting.js'
 import { authChecks } from './auth-checks.js'
 import type { CheckResult, CheckStatus, DoctorOptions } from './check.js'
@@ -125,44 +127,55 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const authMount = settings.authMount
     const role = settings.roleName
     if ('settings' in proxy) results.push(proxyCheck(conn.address, proxy.settings))
-    const proxySettings = 'settings' in proxy ? proxy.settings : undefined
-    const health = await probeVaultOnce(conn, 5_000, proxySettings, allowlist)
-    results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
-    if (health.reachable) {
-      let jwt: string | undefined
-      if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
-      else if (opts.tokenFromKubectl) {
-        if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
-        // The Mount's parser says where each value comes from (and which parameter named it).
-        const login = classLogin(
-          parameters,
-          opts.audience === undefined ? {} : { audience: opts.audience },
-          flavour,
-          config.vault,
-        )
-        const plan: MintPlan = {
-          namespace: chosen(opts.namespace, spc?.namespace, 'default'),
-          serviceAccount: opts.serviceAccount,
-          audience: login.audience,
-          destination: login.address ?? { value: conn.address, from: 'default' },
-          vaultAddress: conn.address,
-          product: login.product,
-          role: opts.role === undefined ? login.role : { value: opts.role, from: 'command line' },
-          vaultNamespace: login.vaultNamespace,
-          addressOption: '--vault-addr with an --spc naming no address',
+    // The daemon's transports, built as it builds them (src/app.ts), with the proxy it would use.
+    const proxySettings = 'settings' in proxy ? proxy.settings : NO_PROXY_SETTINGS
+    const transports = buildVaultTransports(config, { proxy: proxySettings, allowlist, observer: NO_OBSERVER })
+    try {
+      const health = await probeVaultOnce(conn, 5_000, transports)
+      results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
+      if (health.reachable) {
+        let jwt: string | undefined
+        if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)
+        else if (opts.tokenFromKubectl) {
+          if (!opts.serviceAccount) throw new UsageError('--token-from-kubectl needs --service-account')
+          // The Mount's parser says where each value comes from (and which parameter named it).
+          const login = classLogin(
+            parameters,
+            opts.audience === undefined ? {} : { audience: opts.audience },
+            flavour,
+            config.vault,
+          )
+          const plan: MintPlan = {
+            namespace: chosen(opts.namespace, spc?.namespace, 'default'),
+            serviceAccount: opts.serviceAccount,
+            audience: login.audience,
+            destination: login.address ?? { value: conn.address, from: 'default' },
+            vaultAddress: conn.address,
+            product: login.product,
+            role: opts.role === undefined ? login.role : { value: opts.role, from: 'command line' },
+            vaultNamespace: login.vaultNamespace,
+            addressOption: '--vault-addr with an --spc naming no address',
+          }
+          await confirmMinting(plan, {
+            yes: opts.yes === true,
+            allowlist,
+            input: process.stdin,
+            output: process.stderr,
+          })
+          jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)
         }
-        await confirmMinting(plan, { yes: opts.yes === true, allowlist, input: process.stdin, output: process.stderr })
-        jwt = await tokenFromKubectl(plan.namespace.value, opts.serviceAccount, plan.audience.value)
+        results.push(...(await authChecks(conn, authMount, role, jwt, transports)))
+      } else {
+        results.push({
+          id: 'auth.mount',
+          title: `auth mount "${authMount}" exists`,
+          status: 'skip',
+          detail: 'Vault not reachable',
+        })
+        results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
       }
-      results.push(...(await authChecks(conn, authMount, role, jwt, proxySettings, allowlist)))
-    } else {
-      results.push({
-        id: 'auth.mount',
-        title: `auth mount "${authMount}" exists`,
-        status: 'skip',
-        detail: 'Vault not reachable',
-      })
-      results.push({ id: 'auth.role', title: 'role exists', status: 'skip', detail: 'Vault not reachable' })
+    } finally {
+      transports.close()
     }
   }
   results.push(...(await hmacChecks(config, undefined)))

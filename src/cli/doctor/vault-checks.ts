@@ -1,10 +1,8 @@
 /** Vault checks: reachable, TLS chain trusted, initialized and unsealed, active node, version, clock skew. */
 import type { VaultConnection } from '../../request/types.js'
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
-import type { ProxySettings } from '../../vault/transport/proxy.js'
-import type { TransportOptions } from '../../vault/transport/tls-files.js'
-import { defaultTransportOptions, VaultTransport } from '../../vault/transport/transport.js'
+import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
+import type { VaultCaller } from '../../vault/transport/transport.js'
 import { isTlsErrorCode, tlsFix } from '../../vault/transport/tls-failures.js'
 import { ms } from '../output.js'
 import type { CheckResult, CheckStatus } from './check.js'
@@ -140,7 +138,7 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
 }
 
 /**
- * GET /v1/sys/health without a token through a Vault transport (TLS, CA,
+ * GET /v1/sys/health without a token through the daemon's Vault transport (TLS, CA,
  * SNI, unix socket, egress proxy), with the one probe the breaker and `doctor` use
  * (vault/health-probe.ts, where what counts as healthy is explained).
  * Never throws.
@@ -148,16 +146,12 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
 export async function probeVaultOnce(
   conn: VaultConnection,
   timeoutMs: number,
-  proxy: ProxySettings | undefined,
-  allowlist: TransportOptions['allowlist'],
+  transports: TransportSource,
 ): Promise<VaultHealth> {
   const started = Date.now()
-  let transport: VaultTransport
+  let transport: VaultCaller
   try {
-    transport = await VaultTransport.create(conn, {
-      ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, allowlist),
-      proxy,
-    })
+    transport = await transports.get(conn, PROVIDER_TENANT)
   } catch (err) {
     return {
       reachable: false,
@@ -166,9 +160,5 @@ export async function probeVaultOnce(
       durationMs: Date.now() - started,
     }
   }
-  try {
-    return await probe(transport, timeoutMs)
-  } finally {
-    await transport.close()
-  }
+  return probe(transport, timeoutMs)
 }

@@ -14,7 +14,6 @@
  * tracked are bounded and fair between namespaces (util/fair-cache.ts). The registry is a layer
  * around every Vault call's retries (`hooks()`). The composition root builds one and injects it.
  */
-import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultConnection } from '../../request/types.js'
@@ -22,11 +21,7 @@ import type { Clock } from '../../util/deadline.js'
 import { FairCache } from '../../util/fair-cache.js'
 import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
 import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.js'
-import { probeVaultHealth, type VaultHealth } from './health-probe.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
-import type { ProxySettings } from '../transport/proxy.js'
-import { codeAtProxy } from '../transport/proxy-connection.js'
-import { defaultTransportOptions, VaultTransport, type TransportOptions } from '../transport/transport.js'
 
 export interface BreakerOptions {
   /** Time between probes while open, and the least time between two probes of an address. */
@@ -50,7 +45,7 @@ export const DEFAULT_BREAKER_OPTIONS: BreakerOptions = {
 
 export type ProbeOutcome = { healthy: true } | { healthy: false; sealed: boolean; cause: string }
 
-/** The provider's own health probe of an address, with its own settings for it. */
+/** The provider's own health probe of an address, with its own settings for it (health-probe.ts, providerProber). */
 export type Prober = (address: string, timeoutMs: number) => Promise<ProbeOutcome>
 
 interface AddressState {
@@ -224,47 +219,4 @@ export class BreakerRegistry {
     for (const [, st] of this.states.entries()) this.stopProbing(st)
     this.states.clear()
   }
-}
-
-/**
- * The prober of an address other than -vault-addr: the one health probe (health-probe.ts) over a
- * transport built for the occasion, with the provider's own settings (no Mount's TLS), the egress
- * proxy and the allow-list the composition root hands it. -vault-addr is probed on the shared
- * transports instead, so that its probes are reported like any call.
- */
-export async function probeHealth(
-  address: string,
-  timeoutMs: number,
-  reach: { proxy: ProxySettings | undefined; allowlist: TransportOptions['allowlist'] },
-): Promise<ProbeOutcome> {
-  let transport: VaultTransport
-  try {
-    transport = await VaultTransport.create(
-      { address, tls: { skipVerify: false } },
-      { ...defaultTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES, reach.allowlist), proxy: reach.proxy },
-    )
-  } catch {
-    // Unreadable TLS files: a configuration problem, not an outage.
-    return { healthy: true }
-  }
-  try {
-    return probeOutcome(await probeVaultHealth(transport, timeoutMs))
-  } finally {
-    await transport.close()
-  }
-}
-
-/** The breaker's reading of a health answer. */
-export function probeOutcome(h: VaultHealth): ProbeOutcome {
-  if (h.healthy) return { healthy: true }
-  if (h.reachable) {
-    if (h.status === 503) return { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
-    const answer = h.status === undefined ? h.detail : `answered ${h.status}`
-    return { healthy: false, sealed: false, cause: `sys/health ${answer}` }
-  }
-  if (h.errorKind === 'timeout') return { healthy: false, sealed: false, cause: 'no answer in time' }
-  // A TLS or other configuration error: Vault answered the connection, so it is not down.
-  if (h.errorKind === undefined || h.errorKind === 'tls' || h.errorKind === 'other') return { healthy: true }
-  const code = h.errorCode ?? 'error'
-  return { healthy: false, sealed: false, cause: `connection failed (${h.proxy ? codeAtProxy(code, h.proxy) : code})` }
 }

@@ -18,12 +18,15 @@
  * node-vault's health() resolves with the answer's body whatever its status,
  * so the verdict is read from the body, which states the server's condition.
  */
-import type { CancelSignal } from '../../util/cancellation.js'
+import type { VaultConnection } from '../../request/types.js'
+import { NEVER_CANCELLED, type CancelSignal } from '../../util/cancellation.js'
 import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
-import { ProxyConnectionError } from '../transport/proxy-connection.js'
+import { codeAtProxy, ProxyConnectionError } from '../transport/proxy-connection.js'
+import { PROVIDER_TENANT, type TransportRegistry } from '../transport/registry.js'
+import type { VaultCaller } from '../transport/transport.js'
 import { describeFailure } from '../failure-to-error.js'
-import { MAX_ERROR_BODY_BYTES, type VaultCaller } from '../transport/transport.js'
-import { createVaultClient } from '../vault-client.js'
+import { callOptions, createVaultClient } from '../vault-client.js'
+import type { ProbeOutcome, Prober } from './breaker.js'
 
 /** What Vault's unauthenticated `sys/health` says, as seen from this process with the given TLS settings. */
 export interface VaultHealth {
@@ -92,15 +95,12 @@ export async function probeVaultHealth(
   now: () => number = Date.now,
 ): Promise<VaultHealth> {
   const started = now()
-  const client = createVaultClient(transport, undefined, {
-    timeoutMs,
-    cancel,
-    anyStatus: true,
-    maxResponseBytes: MAX_ERROR_BODY_BYTES,
-    operation: 'health',
-  })
+  const client = createVaultClient(transport, PROVIDER_TENANT)
   try {
-    const answer: unknown = await client.health({ standbyok: true })
+    const answer: unknown = await client.health({
+      standbyok: true,
+      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, ''),
+    })
     const localAt = now()
     const body: Record<string, unknown> =
       answer !== null && typeof answer === 'object' ? (answer as Record<string, unknown>) : {}
@@ -143,4 +143,46 @@ export async function probeVaultHealth(
       durationMs: now() - started,
     }
   }
+}
+
+/**
+ * The breaker's prober (breaker.ts): the one health probe with the provider's own settings for an
+ * address, never a Mount's. -vault-addr through its shared pool with the operator's TLS (`own`),
+ * so that its probes are reported like any call; any other address over a transport built for the
+ * occasion from the registry's options (its egress proxy, allow-list, caps and observer) and no TLS
+ * files.
+ */
+export function providerProber(transports: Pick<TransportRegistry, 'get' | 'oneOff'>, own: VaultConnection): Prober {
+  return async (address, timeoutMs) => {
+    if (address === own.address) {
+      return probeOutcome(await probeVaultHealth(await transports.get(own, PROVIDER_TENANT), timeoutMs))
+    }
+    let transport
+    try {
+      transport = await transports.oneOff({ address, tls: { skipVerify: false } })
+    } catch {
+      // Unreadable TLS files: a configuration problem, not an outage.
+      return { healthy: true }
+    }
+    try {
+      return probeOutcome(await probeVaultHealth(transport, timeoutMs))
+    } finally {
+      await transport.close()
+    }
+  }
+}
+
+/** The breaker's reading of a health answer. */
+export function probeOutcome(h: VaultHealth): ProbeOutcome {
+  if (h.healthy) return { healthy: true }
+  if (h.reachable) {
+    if (h.status === 503) return { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
+    const answer = h.status === undefined ? h.detail : `answered ${h.status}`
+    return { healthy: false, sealed: false, cause: `sys/health ${answer}` }
+  }
+  if (h.errorKind === 'timeout') return { healthy: false, sealed: false, cause: 'no answer in time' }
+  // A TLS or other configuration error: Vault answered the connection, so it is not down.
+  if (h.errorKind === undefined || h.errorKind === 'tls' || h.errorKind === 'other') return { healthy: true }
+  const code = h.errorCode ?? 'error'
+  return { healthy: false, sealed: false, cause: `connection failed (${h.proxy ? codeAtProxy(code, h.proxy) : code})` }
 }

@@ -122,7 +122,7 @@ export class SessionPool {
     const transports = this.transports
     const caller: VaultCaller = {
       address: id.connection.address,
-      call: (c) => callThrough(transports, id.connection, tenant, c),
+      call: (c) => callThrough(transports, id.connection, c),
     }
     return new VaultSession(id, caller, {
       logger: this.opts.logger,

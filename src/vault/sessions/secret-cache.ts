@@ -1,26 +1,17 @@
 /**
- * What one identity has read from Vault, and the reads it has in flight.
+ * What one identity has read from Vault: a store the session asks, and that never asks back (the
+ * session makes every Vault call, and coalesces identical reads in flight: session.ts).
  *
- * - Identical concurrent reads share one Vault call.
- * - Static answers are kept for the freshness window (default 0: only
- *   coalesced, so a rotated KV value shows up at the next Mount).
- * - Leased and issued answers (database credentials, certificates) are kept
- *   per pod — or per identity when sharing is on — and served again until
- *   two thirds of their lifetime, renewing leases when they can: a pod keeps
- *   one database user and one certificate across re-mounts.
- *
- * Whether an answer is dynamic is only known once it arrives, so concurrent
- * reads are first coalesced per identity; if the answer turns out dynamic and
- * not shared, the waiters of other pods each make their own read.
- *
- * A coalesced read goes on for whoever still waits; each waiter gives up on
- * its own deadline, and the read is abandoned (its Vault calls aborted) only
- * when none is left (util/shared-call.ts).
+ * - Static answers are kept for the freshness window (default 0: only coalesced, so a rotated KV
+ *   value shows up at the next Mount).
+ * - Leased and issued answers (database credentials, certificates) are kept per pod — or per
+ *   identity when sharing is on — and served again until two thirds of their lifetime; a lease
+ *   past that point is due for renewal (the session renews it and extends the entry, or drops it):
+ *   a pod keeps one database user and one certificate across re-mounts.
+ * - A lease dies with the token that created it: the session says when each of its tokens expires.
  */
-import type { Clock, Deadline } from '../../util/deadline.js'
 import { FairCache } from '../../util/fair-cache.js'
 import { jsonSize } from '../../util/json-size.js'
-import { SharedCall, type Timers } from '../../util/shared-call.js'
 import type { ExportedEntry, ImportedEntries } from './exported.js'
 import { expiryOf, lifetimeOf, renewPoint, RENEW_FRACTION, type Lifetime } from './lifetime.js'
 
@@ -49,20 +40,24 @@ export interface SecretCacheOptions {
   prefix?: string
   /** Whose entries these are in the shared store (the pods' namespace): one tenant never evicts another's. */
   tenant?: string
-  /** Injected by tests: the cache's notion of now, and the timers waiters give up by. */
-  clock?: Clock
-  timers?: Timers
 }
 
-/** What the cache needs from the session that owns it. */
-export interface CacheBackend {
-  /** One Vault call under the shared read's deadline; returns the body and the generation of the token that made it. */
-  read(deadline: Deadline): Promise<{ body: unknown; tokenGeneration: number }>
-  /** Renews a lease with the identity's token; resolves to the new TTL. */
-  renewLease(leaseId: string): Promise<{ ttlMs: number; renewable: boolean }>
-  /** When the token of `generation` expires (a lease dies with the token that created it); 0 if gone. */
-  tokenExpiresAt(generation: number): number
+/** When each of the identity's recent tokens expires, by generation (absent: gone). */
+export type TokenExpiries = ReadonlyMap<number, number>
+
+/** A leased answer past its renewal point, still alive and renewable: renew it, then extend() or drop() it. */
+export interface DueLease {
+  readonly key: string
+  readonly leaseId: string
+  readonly body: unknown
+  readonly entry: CacheEntry
 }
+
+/** What the cache holds for a request and a pod. */
+export type CacheLookup =
+  { kind: 'hit'; outcome: FetchOutcome } | { kind: 'renewDue'; lease: DueLease } | { kind: 'miss' }
+
+const MISS: CacheLookup = Object.freeze({ kind: 'miss' })
 
 export interface CacheEntry {
   /** Approximate bytes, for the store's memory bound. */
@@ -76,7 +71,6 @@ export interface CacheEntry {
   firstTtlMs: number
 }
 
-type Entry = CacheEntry
 export type SecretStore = FairCache<CacheEntry>
 
 const MIN_PRUNE_AT = 256
@@ -90,19 +84,11 @@ function approximateSize(body: unknown): number {
   return Math.max(1, jsonSize(body))
 }
 
-interface Shared {
-  body: unknown
-  lifetime: Lifetime
-  leaderPod: string
-}
-
 export class SecretCache {
   private readonly opts: SecretCacheOptions
   private readonly entries: SecretStore
   private readonly prefix: string
   private readonly tenant: string
-  private readonly inflight = new Map<string, SharedCall<Shared>>()
-  private readonly clock: Clock
   /**
    * This identity's keys in the shared store (some maybe pushed out by the store since): clearing a
    * session then touches its own entries, not every entry of every identity.
@@ -116,7 +102,6 @@ export class SecretCache {
     this.entries = opts.store ?? createSecretStore()
     this.prefix = opts.prefix ?? ''
     this.tenant = opts.tenant ?? ''
-    this.clock = opts.clock ?? Date.now
   }
 
   /** This identity's keys the store still holds (the others are forgotten here). */
@@ -145,143 +130,72 @@ export class SecretCache {
     return this.opts.shareDynamic ? `${this.prefix}shared|${requestKey}` : `${this.prefix}pod:${podUid}|${requestKey}`
   }
 
-  /** `giveUp(cancelled)` is the error this caller gets when its deadline passes or it leaves while a read is shared. */
-  async fetch(
-    requestKey: string,
-    podUid: string,
-    write: boolean,
-    deadline: Deadline,
-    giveUp: (cancelled: boolean) => Error,
-    backend: CacheBackend,
-  ): Promise<FetchOutcome> {
-    const now = this.clock()
-    const dynKey = this.dynamicKey(requestKey, podUid)
-    const dynamic = this.entries.get(dynKey)
-    if (dynamic) {
-      const served = await this.serveDynamic(dynKey, dynamic, now, backend)
-      if (served) return served
+  private staticKey(requestKey: string): string {
+    return `${this.prefix}static|${requestKey}`
+  }
+
+  /** What is kept for `requestKey` and the pod at `now`; a dynamic entry that can serve no more is dropped. */
+  lookup(requestKey: string, podUid: string, now: number, tokens: TokenExpiries): CacheLookup {
+    const key = this.dynamicKey(requestKey, podUid)
+    const entry = this.entries.get(key)
+    if (entry) {
+      const hardExpiry = Math.min(entry.expiresAt, tokens.get(entry.tokenGeneration) ?? 0)
+      if (now < Math.min(entry.renewAt, hardExpiry)) {
+        return { kind: 'hit', outcome: { body: entry.body, source: 'cache', kind: entry.lifetime.kind } }
+      }
+      const lt = entry.lifetime
+      if (lt.kind === 'leased' && lt.renewable && now < hardExpiry) {
+        return { kind: 'renewDue', lease: { key, leaseId: lt.leaseId, body: entry.body, entry } }
+      }
+      this.remove(key)
     }
     // Static answers are kept only with a freshness (store()); without one there is nothing to look up.
     if (this.opts.staticFreshnessMs > 0) {
-      const stat = this.entries.get(`${this.prefix}static|${requestKey}`)
-      if (stat && now < stat.expiresAt) return { body: stat.body, source: 'cache', kind: 'static' }
+      const stat = this.entries.get(this.staticKey(requestKey))
+      if (stat && now < stat.expiresAt)
+        return { kind: 'hit', outcome: { body: stat.body, source: 'cache', kind: 'static' } }
     }
-
-    const sharedKey = `read|${requestKey}`
-    const pending = this.inflight.get(sharedKey)
-    if (pending?.joinable) {
-      const shared = await pending.join(deadline, giveUp)
-      if (shared.lifetime.kind === 'static' || this.opts.shareDynamic || shared.leaderPod === podUid) {
-        return { body: shared.body, source: 'coalesced', kind: shared.lifetime.kind }
-      }
-      // Someone else's credential: this pod gets its own, one read per pod.
-      return this.readOwn(dynKey, podUid, write, deadline, giveUp, backend)
-    }
-    return this.lead(sharedKey, requestKey, podUid, write, deadline, giveUp, backend)
+    return MISS
   }
 
-  private async serveDynamic(
-    key: string,
-    entry: Entry,
-    now: number,
-    backend: CacheBackend,
-  ): Promise<FetchOutcome | undefined> {
-    const hardExpiry = Math.min(entry.expiresAt, backend.tokenExpiresAt(entry.tokenGeneration) || 0)
-    if (now < Math.min(entry.renewAt, hardExpiry))
-      return { body: entry.body, source: 'cache', kind: entry.lifetime.kind }
-    const lt = entry.lifetime
-    if (lt.kind === 'leased' && lt.renewable && now < hardExpiry) {
-      try {
-        const renewed = await backend.renewLease(lt.leaseId)
-        if (renewed.ttlMs >= entry.firstTtlMs * MIN_RENEWED_SHARE) {
-          const at = this.clock()
-          entry.expiresAt = at + renewed.ttlMs
-          entry.renewAt = at + renewed.ttlMs * RENEW_FRACTION
-          entry.lifetime = { ...lt, renewable: renewed.renewable }
-          this.put(key, entry)
-          return { body: entry.body, source: 'renewed', kind: 'leased' }
-        }
-      } catch {
-        // Not renewable after all, revoked, or Vault refused: issue a new one below.
-      }
-    }
-    this.remove(key)
-    return undefined
+  /**
+   * A renewed lease (`granted`: its new TTL): kept, renewed again at two thirds of it, unless it got
+   * too little (near its max TTL: it should be replaced). False when not kept: drop() it.
+   */
+  extend(due: DueLease, granted: { ttlMs: number; renewable: boolean }, now: number): boolean {
+    if (granted.ttlMs < due.entry.firstTtlMs * MIN_RENEWED_SHARE) return false
+    const entry = due.entry
+    entry.expiresAt = now + granted.ttlMs
+    entry.renewAt = now + granted.ttlMs * RENEW_FRACTION
+    if (entry.lifetime.kind === 'leased') entry.lifetime = { ...entry.lifetime, renewable: granted.renewable }
+    this.put(due.key, entry)
+    return true
   }
 
-  /** Starts (or joins) the shared read under `key`; `settle` stores the answer once, whoever still waits. */
-  private shared(
-    key: string,
-    deadline: Deadline,
-    giveUp: (cancelled: boolean) => Error,
-    start: () => SharedCall<Shared>,
-  ): Promise<Shared> {
-    const pending = this.inflight.get(key)
-    if (pending?.joinable) return pending.join(deadline, giveUp)
-    const call = start()
-    this.inflight.set(key, call)
-    const joined = call.join(deadline, giveUp)
-    void call.done.then(() => {
-      if (this.inflight.get(key) === call) this.inflight.delete(key)
-    })
-    return joined
+  /** Forgets a lease that could not be renewed (not renewable after all, revoked, refused): a new one is read. */
+  drop(due: DueLease): void {
+    this.remove(due.key)
   }
 
-  private newCall(read: (deadline: Deadline) => Promise<Shared>): SharedCall<Shared> {
-    return new SharedCall(read, { clock: this.clock, timers: this.opts.timers })
-  }
-
-  private async lead(
-    sharedKey: string,
+  /**
+   * Keeps Vault's answer to `requestKey` read for the pod (`write`: a PUT/POST) with the token of
+   * `tokenGeneration` at `obtainedAt`, as its lifetime says; returns that lifetime's kind.
+   */
+  store(
     requestKey: string,
     podUid: string,
+    body: unknown,
     write: boolean,
-    deadline: Deadline,
-    giveUp: (cancelled: boolean) => Error,
-    backend: CacheBackend,
-  ): Promise<FetchOutcome> {
-    const s = await this.shared(sharedKey, deadline, giveUp, () =>
-      this.newCall(async (shared) => {
-        const { body, tokenGeneration } = await backend.read(shared)
-        const obtainedAt = this.clock()
-        const lifetime = lifetimeOf(body, obtainedAt, write)
-        this.store(
-          lifetime.kind === 'static' ? `${this.prefix}static|${requestKey}` : this.dynamicKey(requestKey, podUid),
-          body,
-          lifetime,
-          obtainedAt,
-          tokenGeneration,
-        )
-        return { body, lifetime, leaderPod: podUid }
-      }),
-    )
-    return { body: s.body, source: 'vault', kind: s.lifetime.kind }
+    tokenGeneration: number,
+    obtainedAt: number,
+  ): Lifetime['kind'] {
+    const lifetime = lifetimeOf(body, obtainedAt, write)
+    const key = lifetime.kind === 'static' ? this.staticKey(requestKey) : this.dynamicKey(requestKey, podUid)
+    this.keep(key, body, lifetime, obtainedAt, tokenGeneration)
+    return lifetime.kind
   }
 
-  private async readOwn(
-    dynKey: string,
-    podUid: string,
-    write: boolean,
-    deadline: Deadline,
-    giveUp: (cancelled: boolean) => Error,
-    backend: CacheBackend,
-  ): Promise<FetchOutcome> {
-    const ownKey = `own|${dynKey}`
-    let led = false
-    const s = await this.shared(ownKey, deadline, giveUp, () => {
-      led = true
-      return this.newCall(async (shared) => {
-        const { body, tokenGeneration } = await backend.read(shared)
-        const obtainedAt = this.clock()
-        const lifetime = lifetimeOf(body, obtainedAt, write)
-        if (lifetime.kind !== 'static') this.store(dynKey, body, lifetime, obtainedAt, tokenGeneration)
-        return { body, lifetime, leaderPod: podUid }
-      })
-    })
-    return { body: s.body, source: led ? 'vault' : 'coalesced', kind: s.lifetime.kind }
-  }
-
-  private store(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {
+  private keep(key: string, body: unknown, lifetime: Lifetime, obtainedAt: number, tokenGeneration: number): void {
     if (lifetime.kind === 'static') {
       if (this.opts.staticFreshnessMs <= 0) return
       this.put(key, {
@@ -334,18 +248,14 @@ export class SecretCache {
   }
 
   /**
-   * Handover: a predecessor's entries of this identity. One whose lifetime (or whose token,
-   * `tokenExpiresAt`) ended in transit is dropped and counted; the rest are kept as if read here.
+   * Handover: a predecessor's entries of this identity. One whose lifetime (or whose token's,
+   * `tokens`) ended in transit is dropped and counted; the rest are kept as if read here.
    */
-  importEntries(
-    entries: readonly ExportedEntry[],
-    now: number,
-    tokenExpiresAt: (generation: number) => number,
-  ): ImportedEntries {
+  importEntries(entries: readonly ExportedEntry[], now: number, tokens: TokenExpiries): ImportedEntries {
     const result: ImportedEntries = { leases: { taken: 0, expired: 0 } }
     for (const { key, ...e } of entries) {
       const dynamic = e.lifetime.kind !== 'static'
-      const end = dynamic ? Math.min(e.expiresAt, tokenExpiresAt(e.tokenGeneration)) : e.expiresAt
+      const end = dynamic ? Math.min(e.expiresAt, tokens.get(e.tokenGeneration) ?? 0) : e.expiresAt
       if (now >= end) {
         if (dynamic) result.leases.expired += 1
         continue

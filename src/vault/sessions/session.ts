@@ -4,16 +4,20 @@
  * node-vault's login and renew-self methods. Here: one login at a time, the
  * token's lifecycle (renewed at two thirds of its TTL, replaced when it
  * cannot be, revoked when the identity goes away), a single re-login when a
- * cached token is refused, and what the identity has read (secret-cache.ts).
+ * cached token is refused, and reads through what the identity has kept
+ * (secret-cache.ts, which the session asks and which never asks back):
+ * a read takes the token first, then joins an identical read in flight or
+ * starts one (shared-calls.ts), and keeps its answer.
  */
-import { isProviderError, ProviderError, q, textOf, type ErrorCode, type LazyText } from '../../errors.js'
+import { ProviderError, q, textOf, type ErrorFields, type LazyText } from '../../errors.js'
 import { decodeServiceAccountJwt } from '../../identity/claims.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
 import { loginNamespace, type PodIdentity, type VaultConnection } from '../../request/types.js'
+import { NEVER_CANCELLED } from '../../util/cancellation.js'
 import type { Clock, Deadline } from '../../util/deadline.js'
-import { REAL_TIMERS, SharedCall, type Timers } from '../../util/shared-call.js'
-import { attemptsOf, deadlineError, saysNothingStored, SecretNotStored, vaultError } from '../failure-to-error.js'
+import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
+import { deadlineError, saysNothingStored, SecretNotStored, vaultError } from '../failure-to-error.js'
 import { apiPath, describeRequest, type VaultRequest } from '../paths.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
 import {
@@ -25,10 +29,19 @@ import {
   type Sleep,
 } from '../resilience/retry.js'
 import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
-import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../transport/transport.js'
-import { createVaultClient, sendRequest, type CallOptions, type VaultClient } from '../vault-client.js'
+import type { VaultCaller } from '../transport/transport.js'
+import {
+  callOptions,
+  createVaultClient,
+  revokeSelf,
+  sendRequest,
+  type CallOptions,
+  type VaultClient,
+} from '../vault-client.js'
 import type { ExportedSession, ImportedEntries } from './exported.js'
-import { SecretCache, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
+import type { Lifetime } from './lifetime.js'
+import { SecretCache, type DueLease, type FetchOutcome, type SecretCacheOptions } from './secret-cache.js'
+import { SharedCalls } from './shared-calls.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
@@ -38,13 +51,6 @@ export const TOKEN_RENEW_FRACTION = 2 / 3
 export const MIN_TOKEN_RENEWED_SHARE = 1 / 4
 /** Revocation is best effort and must not hold up anything. */
 export const REVOKE_TIMEOUT_MS = 5_000
-
-/** What a call that states no options of its own (revoke-self) is held to. */
-const REVOKE_CALL: CallOptions = {
-  timeoutMs: REVOKE_TIMEOUT_MS,
-  maxResponseBytes: MAX_TOKEN_ANSWER_BYTES,
-  operation: 'revoke',
-}
 
 export interface VaultIdentity {
   connection: VaultConnection
@@ -79,18 +85,6 @@ export interface SessionOptions extends SecretCacheOptions {
   timers?: Timers
 }
 
-/** Refusals of the HTTP layer and the connection guard: they say what happened, the session says to which call. */
-const TRANSPORT_REFUSALS: ReadonlySet<ErrorCode> = new Set([
-  'VAULT_REDIRECT_REFUSED',
-  'VAULT_RESPONSE_TOO_LARGE',
-  'VAULT_ADDRESS_NOT_ALLOWED',
-])
-
-function transportRefusal(err: unknown, what: string): ProviderError | undefined {
-  if (!isProviderError(err) || !TRANSPORT_REFUSALS.has(err.code)) return undefined
-  return new ProviderError(err.code, `${what}: ${err.message}`)
-}
-
 function stringField(obj: unknown, key: string): string | undefined {
   if (obj === null || typeof obj !== 'object') return undefined
   const v = (obj as Record<string, unknown>)[key]
@@ -98,6 +92,19 @@ function stringField(obj: unknown, key: string): string | undefined {
 }
 
 export type JwtSupplier = () => Promise<string>
+
+/** The token a caller goes on with; `cached`: the one held when it came (a 403 then means it was revoked). */
+interface HeldToken {
+  state: TokenState
+  cached: boolean
+}
+
+/** A read shared by identical reads in flight: Vault's answer, its kind, and the pod it was read for. */
+interface SharedRead {
+  body: unknown
+  kind: Lifetime['kind']
+  leaderPod: string
+}
 
 /** How a message names a namespace: nothing for the root one. */
 function inNamespace(namespace: string): string {
@@ -109,17 +116,19 @@ export class VaultSession {
   private readonly client: VaultClient
   private readonly logger: Logger
   private token: TokenState | undefined
-  private loginInFlight: SharedCall<TokenState> | undefined
   private generation = 0
   /** Expiry of recent tokens by generation: leases die with the token that created them. */
   private readonly expiryByGeneration = new Map<number, number>()
   private readonly cache: SecretCache
+  /** One login (or renewal) at a time, and identical reads in flight: each shared by its waiters. */
+  private readonly logins: SharedCalls<TokenState>
+  private readonly reads: SharedCalls<SharedRead>
+  private readonly shareDynamic: boolean
   private readonly observer: VaultObserver | undefined
   private readonly breakers: Pick<BreakerRegistry, 'hooks'>
   private readonly retryPolicy: RetryPolicy
   private readonly sleep: Sleep
   private readonly clock: Clock
-  private readonly timers: Timers
   lastUsedAt: number
   /** Handed to a successor process (exportState): this process never revokes it. */
   private handedOver = false
@@ -133,11 +142,14 @@ export class VaultSession {
     this.retryPolicy = opts.retryPolicy ?? DEFAULT_RETRY_POLICY
     this.sleep = opts.sleep ?? abortableSleep
     this.clock = opts.clock ?? Date.now
-    this.timers = opts.timers ?? REAL_TIMERS
-    this.cache = new SecretCache({ ...opts, clock: this.clock, timers: this.timers })
+    const time = { clock: this.clock, timers: opts.timers ?? REAL_TIMERS }
+    this.logins = new SharedCalls(time)
+    this.reads = new SharedCalls(time)
+    this.shareDynamic = opts.shareDynamic
+    this.cache = new SecretCache(opts)
     this.lastUsedAt = this.clock()
-    // Login, renew-self and revoke-self go to the token's namespace; reads name theirs (request()).
-    this.client = createVaultClient(transport, loginNamespace(identity.connection) || undefined, REVOKE_CALL)
+    // Its calls are held by the pods' namespace (the transport's tenant slots).
+    this.client = createVaultClient(transport, identity.pod.namespace)
   }
 
   /** How errors name the identity. */
@@ -145,29 +157,58 @@ export class VaultSession {
     return `role ${q(this.identity.role)}, auth mount ${q(this.identity.authMount)}`
   }
 
-  /** The options of one call: what is left of the Mount's deadline (at most VAULT_CALL_TIMEOUT_MS) and its cancellation. */
-  private callOptions(deadline: Deadline, what: LazyText, more: Partial<CallOptions> = {}): CallOptions {
-    const remaining = deadline.remainingMs()
-    if (remaining <= 0) {
-      throw new ProviderError('DEADLINE_EXCEEDED', `${textOf(what)}: the Mount ran out of time before this Vault call`)
-    }
-    return { timeoutMs: Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), cancel: deadline.cancel, ...more }
+  /** The fields of an error about `call` (as people read it: the call and who made it). */
+  private about(call: string): ErrorFields {
+    return { call, address: this.identity.connection.address }
   }
 
-  /** Retries (retry.ts) with the address's breaker (breaker.ts) as a layer around each call. */
-  private retried<T>(call: () => Promise<T>, deadline: Deadline, callName: string): Promise<T> {
+  /** Login, renew-self and revoke-self go to the token's namespace; reads name theirs (readNamespace). */
+  private get tokenNamespace(): string {
+    return loginNamespace(this.identity.connection)
+  }
+
+  /**
+   * The options of one call to `namespace`: what is left of the Mount's deadline (at most
+   * VAULT_CALL_TIMEOUT_MS) and its cancellation.
+   */
+  private callOptions(deadline: Deadline, what: LazyText, namespace: string): CallOptions {
+    const remaining = deadline.remainingMs()
+    if (remaining <= 0) {
+      throw new ProviderError(
+        'DEADLINE_EXCEEDED',
+        'the Mount ran out of time before this Vault call',
+        this.about(textOf(what)),
+      )
+    }
+    return callOptions(Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), deadline.cancel, namespace)
+  }
+
+  /** The address's breaker (breaker.ts) as a layer around each attempt of the retry policy (retry.ts). */
+  private retryHooks(callName: string): RetryHooks {
     const breaker = this.breakers.hooks(this.identity.connection, this.identity.pod.namespace)
-    const hooks: RetryHooks = {
+    return {
       beforeAttempt: breaker.beforeAttempt,
       onFailure: breaker.onFailure,
       onRetry: (attempt, delayMs, reason) =>
         this.logger.debug({ call: callName, attempt, delayMs, reason }, 'retrying Vault call'),
     }
-    return withRetry(call, deadline, this.retryPolicy, hooks, this.sleep)
+  }
+
+  /**
+   * A failed call's error (`call`: which, as people read it). `kind`: the auth call, the objects'
+   * own read (whose "nothing stored here" `optional` may skip: SecretNotStored), or another call.
+   */
+  private failure(err: unknown, call: string, deadline: Deadline, kind: 'login' | 'read' | 'other'): ProviderError {
+    const fields = this.about(call)
+    if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
+      return deadlineError(fields, err instanceof VaultCallAborted)
+    }
+    const failed = vaultError(err, fields, kind === 'login')
+    return kind === 'read' && saysNothingStored(err) ? new SecretNotStored(failed.detail, failed.fields) : failed
   }
 
   private loginWhat(): string {
-    return `login to Vault at ${this.identity.connection.address}${inNamespace(loginNamespace(this.identity.connection))} (${this.where()})`
+    return `login to Vault at ${this.identity.connection.address}${inNamespace(this.tokenNamespace)} (${this.where()})`
   }
 
   /** The namespace a request reads in ('' the root namespace). */
@@ -186,30 +227,27 @@ export class VaultSession {
       // Same retry policy and breaker as reads: a 429 or a reset during a rollout is not a failed Mount.
       // kubernetes and jwt auth take the same login request; node-vault's two methods differ only in
       // their default mount, and the mount is always named here.
-      body = await this.retried(
+      body = await withRetry(
         () =>
           this.client.kubernetesLogin({
             role: this.identity.role,
             jwt,
             mount_point: this.identity.authMount,
-            requestOptions: {
-              vault: this.callOptions(deadline, what, { maxResponseBytes: MAX_TOKEN_ANSWER_BYTES, operation: 'login' }),
-            },
+            requestOptions: this.callOptions(deadline, what, this.tokenNamespace),
           }),
         deadline,
-        'login',
+        this.retryPolicy,
+        this.retryHooks('login'),
+        this.sleep,
       )
     } catch (err) {
-      if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
-        throw deadlineError(what, err instanceof VaultCallAborted)
-      }
-      throw transportRefusal(err, what) ?? vaultError(err, what, true)
+      throw this.failure(err, what, deadline, 'login')
     }
     const auth = (body as { auth?: { client_token?: unknown; lease_duration?: unknown; metadata?: unknown } } | null)
       ?.auth
     if (!auth || typeof auth.client_token !== 'string' || auth.client_token === '') {
       this.client.token = ''
-      throw new ProviderError('VAULT_BAD_RESPONSE', `${what}: Vault's answer carries no client token`)
+      throw new ProviderError('VAULT_BAD_RESPONSE', "Vault's answer carries no client token", this.about(what))
     }
     const mismatch = this.identityMismatch(auth.metadata, jwt)
     if (mismatch !== undefined) {
@@ -219,6 +257,7 @@ export class VaultSession {
         `login at auth mount ${q(this.identity.authMount)} (role ${q(this.identity.role)}, Vault at ` +
           `${this.identity.connection.address}) was not issued for the pod's service-account token (${mismatch}); ` +
           "the provider's TLS client certificate never authenticates a pod: use a kubernetes or jwt auth mount",
+        { address: this.identity.connection.address },
       )
     }
     const ttlSec = typeof auth.lease_duration === 'number' && auth.lease_duration > 0 ? auth.lease_duration : 0
@@ -273,7 +312,7 @@ export class VaultSession {
   /** revoke-self with the token the client holds, then the client holds none. Best effort, bounded in time. */
   private async revokeHeldToken(failureLog: string): Promise<boolean> {
     try {
-      await this.client.tokenRevokeSelf()
+      await revokeSelf(this.client, callOptions(REVOKE_TIMEOUT_MS, NEVER_CANCELLED, this.tokenNamespace))
       return true
     } catch (err) {
       this.logger.debug({ role: this.identity.role, status: statusOf(err) }, failureLog)
@@ -298,18 +337,12 @@ export class VaultSession {
     }
   }
 
-  tokenExpiresAt(generation: number): number {
-    return this.expiryByGeneration.get(generation) ?? 0
-  }
-
   /** renew-self; undefined when the token could not be extended enough to be worth keeping. */
   private async renew(current: TokenState, deadline: Deadline): Promise<TokenState | undefined> {
     const what = `token renewal (${this.where()})`
     try {
       const body: unknown = await this.client.tokenRenewSelf({
-        requestOptions: {
-          vault: this.callOptions(deadline, what, { maxResponseBytes: MAX_TOKEN_ANSWER_BYTES, operation: 'renew' }),
-        },
+        requestOptions: this.callOptions(deadline, what, this.tokenNamespace),
       })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
       const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0
@@ -327,122 +360,97 @@ export class VaultSession {
     }
   }
 
-  /** Renews the token if possible, else logs in. */
+  /** Renews the token if possible, else logs in; the session holds the result. */
   private async refresh(current: TokenState | undefined, getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
-    if (current && current.renewable && this.clock() < current.expiresAt) {
-      const renewed = await this.renew(current, deadline)
-      if (renewed) return renewed
-    }
-    return this.login(getJwt, deadline)
+    let state =
+      current && current.renewable && this.clock() < current.expiresAt ? await this.renew(current, deadline) : undefined
+    state ??= await this.login(getJwt, deadline)
+    this.token = state
+    return state
   }
 
   /**
-   * A usable token: the cached one, or one from a renewal or login shared by
-   * every concurrent caller (util/shared-call.ts): it goes on for whoever
-   * still waits, and each caller gives up on its own deadline.
+   * A usable token: the cached one, or one from a renewal or login shared by every concurrent
+   * caller (shared-calls.ts): it goes on for whoever still waits, and each caller gives up on its
+   * own deadline. `cached`: it is the token held when the caller came.
    */
-  private ensureToken(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
+  private async held(getJwt: JwtSupplier, deadline: Deadline): Promise<HeldToken> {
     const current = this.token
-    if (current && this.clock() < current.renewAt) return Promise.resolve(current)
-    const inFlight = this.loginInFlight
-    if (inFlight?.joinable) return inFlight.join(deadline, (cancelled) => deadlineError(this.loginWhat(), cancelled))
-    const flight = new SharedCall<TokenState>(
-      (shared) =>
-        this.refresh(current, getJwt, shared).then((state) => {
-          this.token = state
-          return state
-        }),
-      { clock: this.clock, timers: this.timers },
-    )
-    this.loginInFlight = flight
-    const joined = flight.join(deadline, (cancelled) => deadlineError(this.loginWhat(), cancelled))
-    void flight.done.then(() => {
-      if (this.loginInFlight === flight) this.loginInFlight = undefined
-    })
-    return joined
+    if (current && this.clock() < current.renewAt) return { state: current, cached: true }
+    const giveUp = (cancelled: boolean): ProviderError => deadlineError(this.about(this.loginWhat()), cancelled)
+    const state = await this.logins.join('token', deadline, giveUp, (shared) => this.refresh(current, getJwt, shared))
+      .result
+    // A renewal keeps the generation: still the token the caller came with.
+    return { state, cached: state.generation === current?.generation }
   }
 
   private invalidate(generation: number): void {
     if (this.token?.generation === generation) this.token = undefined
   }
 
-  /** One request with the identity's token: GET and POST through node-vault's read and write, the rest through its generic request. */
+  /** One request with the identity's token, taken first on the caller's own deadline. */
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
-    const path = apiPath(req)
-    const namespace = this.readNamespace(req)
-    const send = (options: CallOptions): Promise<unknown> => {
-      const vault = { ...options, namespace }
-      if (req.method === 'GET' && req.body === undefined) return this.client.read(path, { vault })
-      if (req.method === 'POST') return this.client.write(path, req.body, { vault })
-      return sendRequest(this.client, req.method, path, req.body, vault)
-    }
-    return this.withToken(send, describeRequest(req) + inNamespace(namespace), getJwt, deadline, label, true)
+    return this.send(req, await this.held(getJwt, deadline), getJwt, deadline, label)
   }
 
-  /**
-   * Sends one call with the identity's token, under the retry policy (resilience/retry.ts) with the
-   * address's breaker (resilience/breaker.ts) as a layer. A 403 on a token that was already cached
-   * when this call began means it was revoked or expired behind our back: log in again once and
-   * retry once.
-   */
-  private async withToken(
-    send: (vault: CallOptions) => Promise<unknown>,
-    callName: string,
+  /** GET and POST through node-vault's read and write, the rest through its generic request. */
+  private send(
+    req: VaultRequest,
+    token: HeldToken,
     getJwt: JwtSupplier,
     deadline: Deadline,
     label: string,
-    ownRead = false,
   ): Promise<unknown> {
+    const path = apiPath(req)
+    const namespace = this.readNamespace(req)
+    const call = (options: CallOptions): Promise<unknown> => {
+      if (req.method === 'GET' && req.body === undefined) return this.client.read(path, options)
+      if (req.method === 'POST') return this.client.write(path, req.body, options)
+      return sendRequest(this.client, req.method, path, req.body, options)
+    }
+    const callName = describeRequest(req) + inNamespace(namespace)
+    return this.withToken(call, callName, namespace, token, getJwt, deadline, label, 'read')
+  }
+
+  /**
+   * Sends one call with `token`, under the retry policy (resilience/retry.ts) with the address's
+   * breaker (resilience/breaker.ts) as a layer. A 403 on a token that was already cached when the
+   * caller came means it was revoked or expired behind our back: log in again once and retry once.
+   */
+  private async withToken<T>(
+    send: (options: CallOptions) => Promise<T>,
+    callName: string,
+    namespace: string,
+    token: HeldToken,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+    label: string,
+    kind: 'read' | 'other',
+  ): Promise<T> {
     this.lastUsedAt = this.clock()
     const what = (): string => `${label}: ${callName}`
-    // Options rebuilt per attempt: the timeout is what is left of the Mount's deadline.
-    const attempt = (): Promise<unknown> =>
-      this.retried(() => send(this.callOptions(deadline, what)), deadline, callName)
-    const cachedGeneration = this.token?.generation
-    const token = await this.ensureToken(getJwt, deadline)
-    try {
-      return await attempt()
-    } catch (err) {
-      const wasCached = token.generation === cachedGeneration
-      if (statusOf(err) !== 403 || !wasCached) throw this.callError(err, callName, label, deadline, ownRead)
-      this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
-      this.invalidate(token.generation)
-      await this.ensureToken(getJwt, deadline)
+    const hooks = this.retryHooks(callName)
+    for (let again = false; ; again = true) {
       try {
-        return await attempt()
-      } catch (retryErr) {
-        throw this.callError(retryErr, callName, label, deadline, ownRead)
+        // Options made per attempt: the timeout is what is left of the Mount's deadline.
+        const attempt = (): Promise<T> => send(this.callOptions(deadline, what, namespace))
+        return await withRetry(attempt, deadline, this.retryPolicy, hooks, this.sleep)
+      } catch (err) {
+        if (again || statusOf(err) !== 403 || !token.cached) {
+          throw this.failure(err, `${label}: ${callName} (${this.where()})`, deadline, kind)
+        }
+        this.logger.debug({ role: this.identity.role }, 'cached Vault token refused; logging in again')
+        this.invalidate(token.state.generation)
+        await this.held(getJwt, deadline)
       }
     }
   }
 
-  /** `ownRead`: the call is the objects' own read, whose "nothing stored here" `optional` may skip. */
-  private callError(
-    err: unknown,
-    callName: string,
-    label: string,
-    deadline: Deadline,
-    ownRead: boolean,
-  ): ProviderError {
-    const what = `${label}: ${callName} (${this.where()})`
-    if (err instanceof VaultCallAborted || (isTimeout(err) && deadline.expired())) {
-      return deadlineError(what, err instanceof VaultCallAborted)
-    }
-    const refused = transportRefusal(err, what)
-    if (refused) return refused
-    const failed = vaultError(err, what, false)
-    if (ownRead && saysNothingStored(err)) return new SecretNotStored(failed.message)
-    const attempts = attemptsOf(err)
-    if (attempts <= 1 || failed.code !== 'VAULT_UNAVAILABLE') return failed
-    return new ProviderError(failed.code, `${failed.message} (after ${attempts} attempts)`)
-  }
-
   /**
-   * Reads through the identity's cache: coalesced with identical reads in
-   * flight, and for leased or issued secrets, the pod's earlier answer while
-   * it is good (see secret-cache.ts).
+   * Reads through the identity's cache: what it keeps for the pod (a due lease renewed), else the
+   * token first, then Vault's answer, shared with identical reads in flight, and kept.
    */
-  fetch(
+  async fetch(
     req: VaultRequest,
     requestKey: string,
     podUid: string,
@@ -451,35 +459,93 @@ export class VaultSession {
     label: string,
   ): Promise<FetchOutcome> {
     this.lastUsedAt = this.clock()
+    const found = this.cache.lookup(requestKey, podUid, this.clock(), this.expiryByGeneration)
+    let outcome = found.kind === 'hit' ? found.outcome : undefined
+    if (found.kind === 'renewDue')
+      outcome = await this.renewed(found.lease, req, requestKey, podUid, getJwt, deadline, label)
+    outcome ??= await this.read(req, requestKey, podUid, getJwt, deadline, label)
+    this.report(outcome)
+    return outcome
+  }
+
+  /** A due lease renewed and served again; undefined when it could not be (a new one is read). */
+  private async renewed(
+    lease: DueLease,
+    req: VaultRequest,
+    requestKey: string,
+    podUid: string,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+    label: string,
+  ): Promise<FetchOutcome | undefined> {
+    // A lease lives in the namespace it was read in.
     const namespace = this.readNamespace(req)
+    try {
+      const token = await this.held(getJwt, deadline)
+      const body = (await this.withToken(
+        (options) => this.client.renew({ lease_id: lease.leaseId, requestOptions: options }),
+        'PUT sys/leases/renew',
+        namespace,
+        token,
+        getJwt,
+        deadline,
+        `${label}: lease renewal`,
+        'other',
+      )) as { lease_duration?: unknown; renewable?: unknown } | null
+      const granted = {
+        ttlMs: typeof body?.lease_duration === 'number' ? body.lease_duration * 1000 : 0,
+        renewable: body?.renewable === true,
+      }
+      if (this.cache.extend(lease, granted, this.clock()))
+        return { body: lease.body, source: 'renewed', kind: 'leased' }
+    } catch {
+      // Not renewable after all, revoked, or Vault refused: issue a new one.
+    }
+    this.cache.drop(lease)
+    const found = this.cache.lookup(requestKey, podUid, this.clock(), this.expiryByGeneration)
+    return found.kind === 'hit' ? found.outcome : undefined
+  }
+
+  /**
+   * Vault's answer, read once for every identical read in flight: the token first, each caller on
+   * its own deadline; then the read, shared (it runs under the latest deadline of its waiters).
+   * An answer that turns out to be another pod's credential is not served: this pod reads its own.
+   */
+  private async read(
+    req: VaultRequest,
+    requestKey: string,
+    podUid: string,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+    label: string,
+  ): Promise<FetchOutcome> {
+    const token = await this.held(getJwt, deadline)
     const giveUp = (cancelled: boolean): ProviderError =>
-      deadlineError(`${label}: ${describeRequest(req)}${inNamespace(namespace)} (${this.where()})`, cancelled)
-    const outcome = this.cache.fetch(requestKey, podUid, req.method !== 'GET', deadline, giveUp, {
-      // A coalesced read runs under its own deadline: the latest of its waiters' (util/shared-call.ts).
-      read: async (shared) => {
-        const body = await this.request(req, getJwt, shared, label)
-        return { body, tokenGeneration: this.token?.generation ?? 0 }
-      },
-      renewLease: async (leaseId) => {
-        const body = (await this.withToken(
-          // A lease lives in the namespace it was read in.
-          (vault) => this.client.renew({ lease_id: leaseId, requestOptions: { vault: { ...vault, namespace } } }),
-          'PUT sys/leases/renew',
-          getJwt,
-          deadline,
-          `${label}: lease renewal`,
-        )) as { lease_duration?: unknown; renewable?: unknown } | null
-        return {
-          ttlMs: typeof body?.lease_duration === 'number' ? body.lease_duration * 1000 : 0,
-          renewable: body?.renewable === true,
-        }
-      },
-      tokenExpiresAt: (generation) => this.tokenExpiresAt(generation),
-    })
-    return outcome.then((o) => {
-      this.report(o)
-      return o
-    })
+      deadlineError(
+        this.about(`${label}: ${describeRequest(req)}${inNamespace(this.readNamespace(req))} (${this.where()})`),
+        cancelled,
+      )
+    const readAndKeep = async (shared: Deadline): Promise<SharedRead> => {
+      const body = await this.send(req, token, getJwt, shared, label)
+      const kind = this.cache.store(
+        requestKey,
+        podUid,
+        body,
+        req.method !== 'GET',
+        this.token?.generation ?? 0,
+        this.clock(),
+      )
+      return { body, kind, leaderPod: podUid }
+    }
+    const first = this.reads.join(`read|${requestKey}`, deadline, giveUp, readAndKeep)
+    const s = await first.result
+    if (first.led || s.kind === 'static' || this.shareDynamic || s.leaderPod === podUid) {
+      return { body: s.body, source: first.led ? 'vault' : 'coalesced', kind: s.kind }
+    }
+    // Someone else's credential: this pod gets its own, one read per pod.
+    const own = this.reads.join(`own|${podUid}|${requestKey}`, deadline, giveUp, readAndKeep)
+    const o = await own.result
+    return { body: o.body, source: own.led ? 'vault' : 'coalesced', kind: o.kind }
   }
 
   private report(o: FetchOutcome): void {
@@ -548,6 +614,6 @@ export class VaultSession {
     this.token = token
     this.client.token = value
     this.lastUsedAt = state.lastUsedAt
-    return this.cache.importEntries(state.entries, now, (g) => this.tokenExpiresAt(g))
+    return this.cache.importEntries(state.entries, now, this.expiryByGeneration)
   }
 }

@@ -6,6 +6,9 @@ import type { Dispatcher } from 'undici'
 import type { VaultObserver, VaultOperation } from '../../observability/vault-observer.js'
 import { ForwardingHandler } from './forwarding-handler.js'
 
+/** Where nobody listens (doctor, tests): every call is still reported, to nothing. */
+export const NO_OBSERVER: VaultObserver = Object.freeze({ vaultCall: (): void => undefined })
+
 export interface ObservedOption {
   /** What the observer is told the call was; the transport sets it for every call. */
   observed: { operation: VaultOperation; description: string }

@@ -52,7 +52,11 @@ export interface ProxySettings {
   cgi: boolean
 }
 
-const NO_PROXY_SETTINGS: ProxySettings = { noProxy: { variable: undefined, entries: [] }, cgi: false }
+/** No proxy variable set: every address is reached directly. */
+export const NO_PROXY_SETTINGS: ProxySettings = Object.freeze({
+  noProxy: Object.freeze({ variable: undefined, entries: [] }),
+  cgi: false,
+})
 
 /** How one Vault address is reached. `reason` is for people (doctor, logs): never credentials. */
 export type ProxyDecision =
@@ -122,9 +126,8 @@ export function describeProxySettings(s: ProxySettings): Record<string, string> 
 }
 
 /** How `address` (a normalised Vault address: https://, http:// or unix://) is reached with `settings`. */
-export function proxyFor(address: string, settings: ProxySettings | undefined): ProxyDecision {
+export function proxyFor(address: string, s: ProxySettings): ProxyDecision {
   if (address.startsWith('unix://')) return { kind: 'direct', reason: 'a unix socket is never reached through a proxy' }
-  const s = settings ?? NO_PROXY_SETTINGS
   let url: URL
   try {
     url = new URL(address)

@@ -1,10 +1,11 @@
 /**
  * The transports of the process, one per connection (connectionKey), bounded; and the one way a
- * session calls through them (callThrough).
+ * session calls through them (callThrough). The composition root builds one registry, with the
+ * options and TLS contexts every transport of the process shares.
  */
 import type { VaultConnection } from '../../request/types.js'
 import { FairCache } from '../../util/fair-cache.js'
-import { SecureContexts } from './secure-contexts.js'
+import type { SecureContexts } from './secure-contexts.js'
 import {
   TransportClosed,
   VaultTransport,
@@ -41,26 +42,24 @@ export function connectionKey(conn: VaultConnection): string {
 /** Where sessions and the breaker's probes get the transport of a connection. */
 export interface TransportSource {
   /** `tenant`: the namespace whose Mount needs it (PROVIDER_TENANT for the provider's own calls). */
-  get(conn: VaultConnection, tenant?: string): Promise<VaultCaller>
+  get(conn: VaultConnection, tenant: string): Promise<VaultCaller>
 }
 
 /**
- * One call through the transport `source` has for `conn` now: a pool closed to make room between the
- * lookup and the call is looked up again (its replacement is built), so a session never holds a
- * closed pool.
+ * One call through the transport `source` has for `conn` now, held by the call's tenant: a pool
+ * closed to make room between the lookup and the call is looked up again (its replacement is
+ * built), so a session never holds a closed pool.
  */
 export async function callThrough(
   source: TransportSource,
   conn: VaultConnection,
-  tenant: string,
   call: VaultCall,
 ): Promise<VaultAnswer> {
-  const own: VaultCall = { ...call, tenant }
   try {
-    return await (await source.get(conn, tenant)).call(own)
+    return await (await source.get(conn, call.tenant)).call(call)
   } catch (err) {
     if (!(err instanceof TransportClosed)) throw err
-    return (await source.get(conn, tenant)).call(own)
+    return (await source.get(conn, call.tenant)).call(call)
   }
 }
 
@@ -74,10 +73,16 @@ export async function callThrough(
 export class TransportRegistry implements TransportSource {
   private readonly opts: VaultTransportOptions
   private readonly transports: FairCache<Promise<VaultTransport>>
-  private readonly contexts = new SecureContexts()
+  private readonly contexts: SecureContexts
 
-  constructor(opts: VaultTransportOptions, max = MAX_TRANSPORTS, maxPerTenant = MAX_TRANSPORTS_PER_TENANT) {
+  constructor(
+    opts: VaultTransportOptions,
+    contexts: SecureContexts,
+    max = MAX_TRANSPORTS,
+    maxPerTenant = MAX_TRANSPORTS_PER_TENANT,
+  ) {
     this.opts = opts
+    this.contexts = contexts
     this.transports = new FairCache<Promise<VaultTransport>>({
       maxEntries: max,
       maxEntriesPerTenant: maxPerTenant,
@@ -90,7 +95,7 @@ export class TransportRegistry implements TransportSource {
     })
   }
 
-  get(conn: VaultConnection, tenant = PROVIDER_TENANT): Promise<VaultTransport> {
+  get(conn: VaultConnection, tenant: string): Promise<VaultTransport> {
     const key = connectionKey(conn)
     let t = this.transports.get(key)
     if (!t) {
@@ -100,6 +105,14 @@ export class TransportRegistry implements TransportSource {
       this.transports.set(tenant, key, t)
     }
     return t
+  }
+
+  /**
+   * A transport with the registry's options outside its bounds, for one call of the provider's own
+   * (the breaker's probe of an address only a Mount named): the caller closes it.
+   */
+  oneOff(conn: VaultConnection): Promise<VaultTransport> {
+    return VaultTransport.create(conn, this.opts, this.contexts)
   }
 
   /** Pools held by `tenant` (for tests and metrics). */

@@ -16,7 +16,7 @@
  *                       (proxy-connection.ts), every new connection behind connection-guard.ts
  */
 import { Pool, type Dispatcher } from 'undici'
-import { DEFAULT_MAX_TLS_FILE_BYTES, DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
+import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
 import { operationOfCall, type VaultObserver, type VaultOperation } from '../../observability/vault-observer.js'
 import type { VaultConnection } from '../../request/types.js'
@@ -30,13 +30,15 @@ import { proxyFor, type ProxySettings } from './proxy.js'
 import { proxiedDispatcher } from './proxy-connection.js'
 import type { ProxyRoute } from './proxy-failures.js'
 import { AnswerHandler, TransportClosed, type VaultAnswer } from './answer.js'
-import { SecureContexts } from './secure-contexts.js'
+import type { SecureContexts } from './secure-contexts.js'
 import { MAX_SOCKETS_PER_VAULT, tenantSlots } from './tenant-slots.js'
 import { readTlsMaterial, type TransportOptions } from './tls-files.js'
 
 export { TransportClosed, type VaultAnswer } from './answer.js'
 export { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES } from './body-caps.js'
 export { MAX_CALLS_PER_TENANT } from './tenant-slots.js'
+export { NO_OBSERVER } from './call-observer.js'
+export { NO_PROXY_SETTINGS } from './proxy.js'
 export { MAX_CA_DIRECTORY_ENTRIES, type TransportOptions } from './tls-files.js'
 
 /** Requests to a unix:// Vault (an Agent socket) go to this placeholder origin. */
@@ -45,15 +47,15 @@ const UNIX_PLACEHOLDER_ORIGIN = 'http://localhost'
 export interface VaultTransportOptions extends TransportOptions {
   /** -max-vault-response-size: no answer body is read past this. */
   maxResponseBytes: number
-  /** Told about every call (metrics, the CLI's timings). */
-  observer?: VaultObserver
+  /** Told about every call (metrics, the CLI's timings; NO_OBSERVER where nobody listens). */
+  observer: VaultObserver
   /**
    * -vault-idle-connection-timeout: how long an idle connection waits for the next call
    * (a shorter Keep-Alive hint from the server wins). Default DEFAULT_VAULT_IDLE_CONNECTION_MS.
    */
   idleConnectionMs?: number
-  /** The egress proxy environment, read once at start (proxy.ts); absent: every address is reached directly. */
-  proxy?: ProxySettings
+  /** The egress proxy environment, read once at start (proxy.ts); NO_PROXY_SETTINGS: every address directly. */
+  proxy: ProxySettings
 }
 
 /** One HTTP call to Vault. */
@@ -78,10 +80,11 @@ export interface VaultCall {
   /** For the observer; derived from method and path when absent. */
   operation?: VaultOperation
   /**
-   * The namespace whose Mount makes the call: its calls in flight on this transport are bounded
-   * (MAX_CALLS_PER_TENANT), so that its slow ones cannot hold every connection of the address.
+   * The namespace whose Mount makes the call (PROVIDER_TENANT for the provider's own): its calls in
+   * flight on this transport are bounded (MAX_CALLS_PER_TENANT), so that its slow ones cannot hold
+   * every connection of the address.
    */
-  tenant?: string
+  tenant: string
 }
 
 /** What the Vault layer needs of a transport (a fake one in unit tests). */
@@ -126,18 +129,19 @@ export class VaultTransport implements VaultCaller {
       noRedirects(address),
       tenantSlots(),
       callDeadline,
-      ...(opts.observer ? [observeCalls(opts.observer)] : []),
+      observeCalls(opts.observer),
     )
   }
 
   /**
    * Reads the TLS files (capped, see tls-files.ts) and builds the connection pool; nothing
    * connects yet. `contexts`: TLS contexts shared with other transports of the same material.
+   * Built by the registry (registry.ts) only.
    */
   static async create(
     conn: VaultConnection,
     opts: VaultTransportOptions,
-    contexts: SecureContexts = new SecureContexts(),
+    contexts: SecureContexts,
   ): Promise<VaultTransport> {
     const address = conn.address
     const pool = poolOptions(opts)
@@ -212,12 +216,4 @@ export class VaultTransport implements VaultCaller {
       this.dispatcher.dispatch(options, new AnswerHandler(c.anyStatus === true, resolve, reject, this.route))
     })
   }
-}
-
-/** The flags' default limits, for a transport outside the daemon (doctor, the breaker's one-off probes). */
-export function defaultTransportOptions(
-  maxResponseBytes: number,
-  allowlist: TransportOptions['allowlist'],
-): VaultTransportOptions {
-  return { maxTlsFileBytes: DEFAULT_MAX_TLS_FILE_BYTES, tlsFileDirs: [], allowlist, maxResponseBytes }
 }

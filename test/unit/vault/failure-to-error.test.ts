@@ -13,6 +13,7 @@ import {
   classify,
   describeFailure,
   isTimeout,
+  SecretNotStored,
   statusOf,
   vaultError,
   type VaultFailure,
@@ -154,39 +155,73 @@ t.test('classify: login vs read', async (t) => {
 
 t.test('vaultError: a 403 on login vs on read', async (t) => {
   const denied = httpError(403, { errors: ['permission denied'] })
-  const login = vaultError(denied, 'login to auth/kubernetes as role "web"', true)
+  const login = vaultError(denied, { call: 'login to auth/kubernetes as role "web"' }, true)
   t.ok(login instanceof ProviderError)
   t.equal(login.code, 'VAULT_LOGIN_DENIED')
   t.equal(login.message, 'login to auth/kubernetes as role "web": Vault answered 403: permission denied')
 
-  const read = vaultError(denied, 'object "db-password" (GET secret/data/db)', false)
+  const read = vaultError(denied, { call: 'object "db-password" (GET secret/data/db)' }, false)
   t.equal(read.code, 'VAULT_PERMISSION_DENIED')
   t.equal(read.message, 'object "db-password" (GET secret/data/db): Vault answered 403: permission denied')
 
-  const badRole = vaultError(httpError(400, { errors: ['invalid role name "web"'] }), 'login', true)
+  const badRole = vaultError(httpError(400, { errors: ['invalid role name "web"'] }), { call: 'login' }, true)
   t.equal(badRole.code, 'VAULT_LOGIN_DENIED')
   t.equal(badRole.message, 'login: Vault answered 400: invalid role name "web"')
 
-  const missing = vaultError(httpError(404, { errors: [] }), 'object "a" (GET secret/data/a)', false)
+  const missing = vaultError(httpError(404, { errors: [] }), { call: 'object "a" (GET secret/data/a)' }, false)
   t.equal(missing.code, 'VAULT_NOT_FOUND')
   t.equal(missing.message, 'object "a" (GET secret/data/a): Vault answered 404: no error text')
 
-  const down = vaultError(socketError('ECONNREFUSED'), 'login', true)
+  const down = vaultError(socketError('ECONNREFUSED'), { call: 'login' }, true)
   t.equal(down.code, 'VAULT_UNAVAILABLE')
   t.equal(down.message, 'login: connection failed (ECONNREFUSED)')
 
-  const sealed = vaultError(httpError(503, { errors: [] }), 'login', true)
+  const sealed = vaultError(httpError(503, { errors: [] }), { call: 'login' }, true)
   t.equal(sealed.code, 'VAULT_UNAVAILABLE')
   t.equal(sealed.message, 'login: Vault answered 503: Vault is sealed or in standby')
 
   // The caller left: DEADLINE_EXCEEDED, saying so.
-  const left = vaultError(new VaultCallAborted(), 'object "a"', false)
+  const left = vaultError(new VaultCallAborted(), { call: 'object "a"' }, false)
   t.equal(left.code, 'DEADLINE_EXCEEDED')
   t.equal(left.message, 'object "a": the driver cancelled the Mount before Vault answered')
 
   // A ProviderError passes through untouched.
   const own = new ProviderError('DEADLINE_EXCEEDED', 'out of time')
-  t.equal(vaultError(own, 'login', true), own)
+  t.equal(vaultError(own, { call: 'login' }, true), own)
+})
+
+t.test('vaultError: what the text says is in fields too', async (t) => {
+  const fields = { call: 'object "a": GET secret/data/a (role "web")', address: 'https://vault:8200' }
+  const denied = vaultError(httpError(403, { errors: ['permission denied'] }), fields, false)
+  t.same(denied.fields, { ...fields, vaultStatus: 403, proxy: undefined, attempts: undefined })
+  t.equal(denied.detail, 'Vault answered 403: permission denied')
+
+  // Attempts are told when Vault stayed unavailable for a read, as the text always said.
+  const unavailable = Object.assign(httpError(503, { errors: [] }), { attempts: 5 })
+  const down = vaultError(unavailable, fields, false)
+  t.equal(down.fields.attempts, 5)
+  t.equal(down.message, `${fields.call}: Vault answered 503: Vault is sealed or in standby (after 5 attempts)`)
+  t.equal(vaultError(unavailable, fields, true).fields.attempts, undefined, 'not for a login')
+  const limited = vaultError(Object.assign(httpError(429, { errors: [] }), { attempts: 5 }), fields, false)
+  t.equal(limited.code, 'VAULT_RATE_LIMITED')
+  t.equal(limited.fields.attempts, undefined, 'nor for another code')
+
+  // A refusal of the transport says what happened; the call is added as a field.
+  const refusal = new ProviderError('VAULT_REDIRECT_REFUSED', 'Vault answered 307 (a redirect); it was not followed')
+  const refused = vaultError(refusal, fields, false)
+  t.equal(refused.code, 'VAULT_REDIRECT_REFUSED')
+  t.same(refused.fields, fields)
+  t.equal(refused.message, `${fields.call}: Vault answered 307 (a redirect); it was not followed`)
+})
+
+t.test('SecretNotStored: made from fields, and stays one with more context', async (t) => {
+  const fields = { call: 'GET secret/data/a' }
+  const err = new SecretNotStored('Vault answered 404: no error text', fields)
+  t.equal(err.code, 'VAULT_NOT_FOUND')
+  t.equal(err.message, 'GET secret/data/a: Vault answered 404: no error text')
+  const more = err.within({ object: { index: 0, name: 'a' } })
+  t.ok(more instanceof SecretNotStored)
+  t.equal(more.message, 'object "a": GET secret/data/a: Vault answered 404: no error text')
 })
 
 t.test('vaultError never leaks the token, the JWT or the request', async (t) => {
@@ -210,7 +245,7 @@ t.test('vaultError never leaks the token, the JWT or the request', async (t) => 
   )
   err.message = `403 - POST with ${TOKEN} body {"jwt":"${JWT}"}`
   for (const login of [true, false]) {
-    const pe = vaultError(err, 'login', login)
+    const pe = vaultError(err, { call: 'login' }, login)
     t.notMatch(pe.message, TOKEN)
     t.notMatch(pe.message, JWT)
     t.notMatch(pe.message, 'hvs.')
@@ -219,17 +254,21 @@ t.test('vaultError never leaks the token, the JWT or the request', async (t) => 
     t.equal(pe.message, 'login: Vault answered 403: permission denied')
   }
   // A socket error whose message holds a token: only the code is used.
-  const sock = vaultError(socketError('ECONNRESET'), 'object "a"', false)
+  const sock = vaultError(socketError('ECONNRESET'), { call: 'object "a"' }, false)
   t.equal(sock.message, 'object "a": connection failed (ECONNRESET)')
   // If Vault itself echoes a credential in errors[], it is scrubbed.
-  const echoed = vaultError(httpError(400, { errors: [`bad jwt ${JWT}`, `token ${TOKEN} expired`] }), 'login', true)
+  const echoed = vaultError(
+    httpError(400, { errors: [`bad jwt ${JWT}`, `token ${TOKEN} expired`] }),
+    { call: 'login' },
+    true,
+  )
   t.equal(echoed.message, 'login: Vault answered 400: bad jwt [redacted-jwt]; token [redacted-token] expired')
 })
 
 t.test('Vault error texts are cut and scrubbed before any pattern runs on them', async (t) => {
   // Vault echoes pod input: a 200,000-character roleName in "role X not found".
   const echoed = `role "${'a'.repeat(200_000)}" could not be found`
-  const err = vaultError(httpError(400, { errors: [echoed] }), 'login', true)
+  const err = vaultError(httpError(400, { errors: [echoed] }), { call: 'login' }, true)
   t.ok(err.message.length < MAX_VAULT_ERROR_CHARS + 40, `${err.message.length} characters`)
   t.match(err.message, /^login: Vault answered 400: role "…|^login: Vault answered 400: role "$/)
   // A token cut in two at the limit is gone entirely, not left as a short unrecognisable piece.

@@ -1,16 +1,9 @@
 // The breaker with injected time: probes are scheduled on a manual clock, so nothing sleeps.
-import http from 'node:http'
 import t from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import { Deadline } from '../../../../src/util/deadline.js'
-import {
-  BreakerRegistry,
-  mayBeDown,
-  probeHealth,
-  probeOutcome,
-  type ProbeOutcome,
-} from '../../../../src/vault/resilience/breaker.js'
+import { BreakerRegistry, mayBeDown, type ProbeOutcome } from '../../../../src/vault/resilience/breaker.js'
 import { VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import { withRetry } from '../../../../src/vault/resilience/retry.js'
 import { ManualTime } from '../../../support/manual-time.js'
@@ -122,49 +115,4 @@ t.test('bounded, and fair between namespaces', async (t) => {
   b.recordFailure({ ...conn, address: 'https://victim:8200' }, refused, 'victim')
   for (let i = 0; i < 50; i++) b.recordFailure({ ...conn, address: `https://v${i}:8200` }, refused, 'attacker')
   t.ok(b.size <= 4, `${b.size} addresses tracked`)
-})
-
-t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t) => {
-  t.same(probeOutcome({ reachable: true, healthy: true, status: 200, detail: '', durationMs: 0 }), { healthy: true })
-  t.same(probeOutcome({ reachable: true, healthy: false, status: 503, detail: '', durationMs: 0 }), {
-    healthy: false,
-    sealed: true,
-    cause: 'Vault is sealed (503)',
-  })
-  t.same(probeOutcome({ reachable: true, healthy: false, status: 472, detail: '', durationMs: 0 }), {
-    healthy: false,
-    sealed: false,
-    cause: 'sys/health answered 472',
-  })
-  t.same(
-    probeOutcome({
-      reachable: false,
-      healthy: false,
-      errorKind: 'tls',
-      errorCode: 'EPROTO',
-      detail: '',
-      durationMs: 0,
-    }),
-    { healthy: true },
-  )
-  // https:// to a plain HTTP server: the TLS handshake fails, yet something answered.
-  const server = http.createServer((_req, res) => res.end('{"initialized":true,"sealed":false,"standby":false}'))
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  t.teardown(() => {
-    server.closeAllConnections()
-    return new Promise<void>((r) => server.close(() => r()))
-  })
-  const port = (server.address() as { port: number }).port
-  const tlsMismatch = await probeHealth(`https://127.0.0.1:${port}`, 2000, {
-    proxy: undefined,
-    allowlist: { allows: () => true },
-  })
-  t.same(tlsMismatch, { healthy: true }, 'reachable: the problem is configuration')
-  const plain = await probeHealth(`http://127.0.0.1:${port}`, 2000, {
-    proxy: undefined,
-    allowlist: { allows: () => true },
-  })
-  t.same(plain, { healthy: true }, 'sys/health answered 200')
-  const nothing = await probeHealth('http://127.0.0.1:1', 2000, { proxy: undefined, allowlist: { allows: () => true } })
-  t.match(nothing, { healthy: false, sealed: false, cause: /connection failed \(ECONNREFUSED\)/ })
 })

@@ -269,3 +269,185 @@ t.test('revoke() revokes the token with the token itself, then forgets it', asyn
   await session.request(read, jwt, deadline(), 'a')
   t.equal(vault.count(/login$/), 2, 'a revoked identity logs in again')
 })
+
+// Reads through the identity's cache (fetch): coalesced while in flight, kept as their lifetime
+// says, renewed when due. The cache's own rules are in secret-cache.test.ts.
+
+let issued = 0
+/** A database credential, a new one per call. */
+const credsAnswer = (ttlSec = 60) => ({
+  status: 200,
+  body: {
+    lease_id: `database/creds/app/${++issued}`,
+    lease_duration: ttlSec,
+    renewable: true,
+    data: { username: `u${issued}` },
+  },
+})
+const creds: VaultRequest = { method: 'GET', path: 'database/creds/app', query: [] }
+const username = (o: { body: unknown }): string => (o.body as { data: { username: string } }).data.username
+
+t.test('identical reads in flight share one Vault call; with freshness 0 the next Mount reads again', async (t) => {
+  const vault = new FakeVault()
+  const held = gate()
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, async () => {
+    await held.wait
+    return kvAnswer('v')
+  })
+  const { session, deadline, time } = setup(vault)
+  const all = Promise.all(['p1', 'p2', 'p3'].map((pod) => session.fetch(read, 'k', pod, jwt, deadline(), 'a')))
+  await time.advance(0)
+  held.open()
+  t.same(
+    (await all).map((o) => o.source),
+    ['vault', 'coalesced', 'coalesced'],
+  )
+  t.equal(vault.count(/^GET/), 1)
+  t.equal((await session.fetch(read, 'k', 'p1', jwt, deadline(), 'a')).source, 'vault')
+  t.equal(vault.count(/^GET/), 2, 'the next Mount reads again')
+})
+
+t.test("leased answers are each pod's own: two pods in flight get two credentials, kept per pod", async (t) => {
+  const vault = new FakeVault()
+  const held = gate()
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET database/, async () => {
+    await held.wait
+    return credsAnswer()
+  })
+  const { session, deadline, time } = setup(vault)
+  const racing = Promise.all(['p1', 'p2'].map((pod) => session.fetch(creds, 'c', pod, jwt, deadline(), 'a')))
+  await time.advance(0)
+  held.open()
+  const [one, two] = await racing
+  t.not(username(one!), username(two!), 'two pods, two credentials')
+  t.same([one!.source, two!.source], ['vault', 'vault'])
+  t.equal(vault.count(/^GET database/), 2)
+  const again = await session.fetch(creds, 'c', 'p1', jwt, deadline(), 'a')
+  t.equal(again.source, 'cache')
+  t.equal(username(again), username(one!), 'the pod keeps its credential')
+})
+
+t.test('a failed read reaches every waiter and is not kept', async (t) => {
+  const vault = new FakeVault()
+  const held = gate()
+  let fail = true
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, async () => {
+    await held.wait
+    return fail ? denied() : kvAnswer('v')
+  })
+  const { session, deadline, time } = setup(vault, identity, 60_000)
+  const both = Promise.all(
+    ['p1', 'p2'].map((pod) => session.fetch(read, 'k', pod, jwt, deadline(), 'a').catch((e) => e)),
+  )
+  await time.advance(0)
+  held.open()
+  t.same(
+    (await both).map((e: ProviderError) => e.code),
+    ['VAULT_PERMISSION_DENIED', 'VAULT_PERMISSION_DENIED'],
+  )
+  t.equal(vault.count(/^GET/), 1)
+  fail = false
+  t.equal((await session.fetch(read, 'k', 'p1', jwt, deadline(), 'a')).source, 'vault')
+})
+
+t.test('a due lease is renewed and served again; one renewed for a sliver is replaced', async (t) => {
+  const vault = new FakeVault()
+  let granted = 60
+  vault.on(/login$/, () => loginAnswer('hvs.t', 3600))
+  vault.on(/^GET database/, () => credsAnswer(30))
+  vault.on(/^PUT sys\/leases\/renew$/, () => ({ status: 200, body: { lease_duration: granted, renewable: true } }))
+  const { session, deadline, time } = setup(vault)
+  const first = await session.fetch(creds, 'c', 'p1', jwt, deadline(), 'a')
+  await time.advance(19_000)
+  t.equal((await session.fetch(creds, 'c', 'p1', jwt, deadline(), 'a')).source, 'cache', 'before two thirds')
+  await time.advance(2_000)
+  const renewed = await session.fetch(creds, 'c', 'p1', jwt, deadline(), 'a')
+  t.equal(renewed.source, 'renewed', 'past it: renewed (60 s granted)')
+  t.equal(username(renewed), username(first))
+  const renewal = vault.calls.find((c) => c.path === 'sys/leases/renew')
+  t.same(renewal?.body, { lease_id: (first.body as { lease_id: string }).lease_id }, 'the lease itself')
+  t.equal(renewal?.token, 'hvs.t')
+  granted = 5
+  await time.advance(40_000)
+  const replaced = await session.fetch(creds, 'c', 'p1', jwt, deadline(), 'a')
+  t.equal(vault.count(/renew$/), 2, 'tried to renew')
+  t.equal(replaced.source, 'vault', 'then read a new one')
+  t.not(username(replaced), username(first))
+})
+
+t.test('a shared read: each waiter gives up on its own deadline; the read goes on for the others', async (t) => {
+  const vault = new FakeVault()
+  const held = gate()
+  let readSignal: CancelSignal | undefined
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, async (c) => {
+    readSignal = c.cancel
+    await held.wait
+    return kvAnswer('v')
+  })
+  const { session, deadline, time } = setup(vault)
+  const leader = session.fetch(read, 'k', 'p1', jwt, deadline(1_000), 'object "a"').catch((e: ProviderError) => e)
+  const follower = session.fetch(read, 'k', 'p2', jwt, deadline(10_000), 'object "b"')
+  await time.advance(1_000)
+  const err = (await leader) as ProviderError
+  t.equal(err.code, 'DEADLINE_EXCEEDED')
+  t.equal(
+    err.message,
+    'object "a": GET secret/data/app in namespace "team-a" (role "web", auth mount "kubernetes"): ' +
+      "Vault did not answer before the Mount's deadline",
+  )
+  t.equal(readSignal?.aborted, false, 'the read goes on for the follower')
+  held.open()
+  t.equal((await follower).source, 'coalesced', 'the follower got the answer')
+  t.equal(vault.count(/^GET/), 1)
+})
+
+t.test('when every waiter of a shared read has left, the read is aborted; the next one starts anew', async (t) => {
+  const vault = new FakeVault()
+  let readSignal: CancelSignal | undefined
+  let hang = true
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, (c) => {
+    readSignal = c.cancel
+    return hang ? new Promise(() => undefined) : kvAnswer('v')
+  })
+  const { session, deadline, time } = setup(vault)
+  const one = new AbortController()
+  const two = new AbortController()
+  const a = session.fetch(read, 'k', 'p1', jwt, deadline(10_000, one.signal), 'a').catch((e: ProviderError) => e.code)
+  const b = session.fetch(read, 'k', 'p2', jwt, deadline(10_000, two.signal), 'b').catch((e: ProviderError) => e.code)
+  await time.advance(0)
+  one.abort()
+  t.equal(await a, 'DEADLINE_EXCEEDED')
+  t.equal(readSignal?.aborted, false, 'still read for the other')
+  two.abort()
+  t.equal(await b, 'DEADLINE_EXCEEDED')
+  t.equal(readSignal?.aborted, true, 'nobody waits: the read is aborted')
+  hang = false
+  t.equal((await session.fetch(read, 'k', 'p3', jwt, deadline(), 'c')).source, 'vault', 'not joined: a new read')
+  t.equal(vault.count(/^GET/), 2)
+})
+
+t.test('a cold read takes the token first, on the caller’s deadline: the shared read holds no login', async (t) => {
+  const vault = new FakeVault()
+  const login = gate()
+  vault.on(/login$/, async () => {
+    await login.wait
+    return loginAnswer('hvs.t')
+  })
+  vault.on(/^GET secret/, () => kvAnswer('v'))
+  const { session, deadline, time } = setup(vault)
+  const hasty = session.fetch(read, 'k', 'p1', jwt, deadline(1_000), 'object "a"').catch((e: ProviderError) => e)
+  const patient = session.fetch(read, 'k', 'p2', jwt, deadline(10_000), 'object "b"')
+  await time.advance(1_000)
+  const err = (await hasty) as ProviderError
+  t.equal(err.code, 'DEADLINE_EXCEEDED')
+  t.match(err.message, /^login to Vault at https:\/\/vault\.test:8200 /, 'it gave up waiting for the login')
+  t.equal(vault.count(/^GET/), 0, 'no read has started yet')
+  login.open()
+  t.equal((await patient).source, 'vault', 'the patient caller leads the read once it has the token')
+  t.equal(vault.count(/login$/), 1)
+})

@@ -14,11 +14,8 @@ import { describeFailure } from '../../../../src/vault/failure-to-error.js'
 import { VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import { readProxySettings } from '../../../../src/vault/transport/proxy.js'
 import { ProxyConnectionError, codeAtProxy } from '../../../../src/vault/transport/proxy-connection.js'
-import {
-  VaultTransport,
-  defaultTransportOptions,
-  type VaultTransportOptions,
-} from '../../../../src/vault/transport/transport.js'
+import type { VaultTransport, VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
+import { testTransport, testTransportOptions } from '../../../support/transport-options.js'
 import { selfSignedServerCert } from '../../../support/tls.js'
 import { tempDirFor } from '../../../support/tmp.js'
 import { PACKAGE_ROOT } from '../../../../src/package-info.js'
@@ -201,9 +198,9 @@ async function transport(
   tlsOpts: { caCertPath?: string } = {},
   extra: Partial<VaultTransportOptions> = {},
 ): Promise<VaultTransport> {
-  const tr = await VaultTransport.create(
+  const tr = await testTransport(
     { address, tls: { skipVerify: false, ...tlsOpts } },
-    { ...defaultTransportOptions(64 * 1024, { allows: () => true }), proxy: readProxySettings(env), ...extra },
+    { ...testTransportOptions(64 * 1024), proxy: readProxySettings(env), ...extra },
   )
   t.teardown(() => tr.close())
   return tr
@@ -233,7 +230,7 @@ t.test(
     const v = await vault(t, 'https', dir)
     const proxy = await testProxy(t, 'tunnel')
     const tr = await transport(t, v.address, { VAULT_PROXY_ADDR: proxy.url }, { caCertPath: v.cert })
-    const answer = await tr.call({ method: 'GET', path: 'secret/x', token: TOKEN, timeoutMs: 5000 })
+    const answer = await tr.call({ tenant: 'test', method: 'GET', path: 'secret/x', token: TOKEN, timeoutMs: 5000 })
     t.same(answer.body, { data: { v: 1 } })
     const target = v.address.slice('https://'.length)
     t.same(proxy.heads.map(lineAndHost), [[`CONNECT ${target} HTTP/1.1`, target]], 'one CONNECT')
@@ -257,7 +254,7 @@ t.test('proxy credentials go in Proxy-Authorization of the CONNECT, never to Vau
       caCertPath: v.cert,
     },
   )
-  await tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 })
+  await tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })
   t.match(proxy.heads[0], `\r\nproxy-authorization: Basic ${Buffer.from('al@ice:s3cr:t').toString('base64')}`)
   t.equal(v.seen[0]!.headers['proxy-authorization'], undefined)
 })
@@ -268,7 +265,7 @@ t.test('a proxy presenting its own certificate is refused: the provider verifies
   const proxy = await testProxy(t, 'mitm', selfSignedServerCert(dir, 'not-vault', 'mitm'))
   const tr = await transport(t, v.address, { BAO_PROXY_ADDR: proxy.url }, { caCertPath: v.cert })
   const err = (await failure(
-    tr.call({ method: 'GET', path: 'x', token: TOKEN, timeoutMs: 5000 }),
+    tr.call({ tenant: 'test', method: 'GET', path: 'x', token: TOKEN, timeoutMs: 5000 }),
   )) as ProxyConnectionError
   t.ok(err instanceof ProxyConnectionError)
   t.equal(err.kind, 'tls', 'a TLS failure, as a direct one would be')
@@ -340,7 +337,9 @@ t.test('failures at the proxy: typed, naming the proxy and Vault, with what to d
         proxy: { ...settings, vaultApi: { variable: 'HTTPS_PROXY', endpoint: settings.https!.endpoint } },
       },
     )
-    const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))) as ProxyConnectionError
+    const err = (await failure(
+      tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 }),
+    )) as ProxyConnectionError
     t.ok(err instanceof ProxyConnectionError && err.atProxy, `${what}: a failure at the proxy`)
     t.equal(err.kind, kind, `${what}: kind`)
     t.equal(err.code, code, `${what}: code`)
@@ -364,7 +363,9 @@ t.test(
     const v = await vault(t, 'https', dir)
     const proxy = await testProxy(t, 'silent')
     const tr = await transport(t, v.address, { VAULT_PROXY_ADDR: proxy.url }, { caCertPath: v.cert })
-    const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 300 }))) as ProxyConnectionError
+    const err = (await failure(
+      tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 300 }),
+    )) as ProxyConnectionError
     t.ok(err instanceof ProxyConnectionError)
     t.equal(err.kind, 'timeout')
     t.equal(
@@ -383,13 +384,17 @@ t.test('http:// Vault: absolute-form requests to the proxy, as Go sends them', a
   })
   const proxy = await testProxy(t, 'forward')
   const tr = await transport(t, v.address, { VAULT_HTTP_PROXY: `http://app:pw@127.0.0.1:${proxy.port}` })
-  t.same((await tr.call({ method: 'GET', path: 'secret/x', token: TOKEN, timeoutMs: 5000 })).body, { ok: true })
+  t.same((await tr.call({ tenant: 'test', method: 'GET', path: 'secret/x', token: TOKEN, timeoutMs: 5000 })).body, {
+    ok: true,
+  })
   const host = v.address.slice('http://'.length)
   t.match(proxy.heads[0], `GET ${v.address}/v1/secret/x HTTP/1.1\r\n`)
   t.match(proxy.heads[0], `\r\nhost: ${host}`)
   t.match(proxy.heads[0], `\r\nproxy-authorization: Basic ${Buffer.from('app:pw').toString('base64')}`)
   t.equal(v.seen[0]!.url, '/v1/secret/x', 'Vault got the request')
-  const sealed = (await failure(tr.call({ method: 'GET', path: 'sys/sealed', timeoutMs: 5000 }))) as VaultHttpError
+  const sealed = (await failure(
+    tr.call({ tenant: 'test', method: 'GET', path: 'sys/sealed', timeoutMs: 5000 }),
+  )) as VaultHttpError
   t.ok(sealed instanceof VaultHttpError && sealed.sealed, "Vault's own error answer stays Vault's")
 })
 
@@ -403,7 +408,9 @@ t.test("http:// Vault: the proxy's own error answers are proxy failures", async 
   ] as const) {
     const proxy = await testProxy(t, status)
     const tr = await transport(t, v.address, { VAULT_PROXY_ADDR: proxy.url })
-    const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))) as ProxyConnectionError
+    const err = (await failure(
+      tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 }),
+    )) as ProxyConnectionError
     t.ok(err instanceof ProxyConnectionError && err.atProxy, `${status}: the proxy's`)
     t.equal(err.kind, kind)
     t.equal(err.code, String(status))
@@ -413,7 +420,7 @@ t.test("http:// Vault: the proxy's own error answers are proxy failures", async 
   const asks = await testProxy(t, 407)
   const tr = await transport(t, v.address, { VAULT_PROXY_ADDR: asks.url })
   t.match(
-    describeFailure(await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))).detail,
+    describeFailure(await failure(tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 }))).detail,
     'the proxy asks for credentials (407 Proxy Authentication Required): put them in VAULT_PROXY_ADDR as http://user:password@host:port',
   )
   t.equal(v.seen.length, 0)
@@ -426,7 +433,9 @@ t.test('the guard runs first: an address the allow-list refuses never reaches th
     const proxy = await testProxy(t, behaviour)
     const address = behaviour === 'tunnel' ? v.address : v.address.replace('https:', 'http:')
     const tr = await transport(t, address, { VAULT_PROXY_ADDR: proxy.url }, {}, { allowlist: { allows: () => false } })
-    const err = (await failure(tr.call({ method: 'GET', path: 'x', token: TOKEN, timeoutMs: 5000 }))) as ProviderError
+    const err = (await failure(
+      tr.call({ tenant: 'test', method: 'GET', path: 'x', token: TOKEN, timeoutMs: 5000 }),
+    )) as ProviderError
     t.ok(err instanceof ProviderError)
     t.equal(err.code, 'VAULT_ADDRESS_NOT_ALLOWED')
     t.equal(proxy.connections, 0, `${behaviour}: the proxy saw no connection`)
@@ -440,7 +449,9 @@ t.test("an https:// proxy is a TLS connection, verified with the system's CAs", 
   const server = tls.createServer({ key: readFileSync(pem.key), cert: readFileSync(pem.cert) }, (s) => s.destroy())
   const port = await listen(t, server)
   const tr = await transport(t, v.address, { VAULT_PROXY_ADDR: `https://127.0.0.1:${port}` }, { caCertPath: v.cert })
-  const err = (await failure(tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }))) as VaultConnectionError
+  const err = (await failure(
+    tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 }),
+  )) as VaultConnectionError
   t.ok(err instanceof ProxyConnectionError && err.atProxy)
   t.equal(err.kind, 'tls')
   t.match(
@@ -451,10 +462,10 @@ t.test("an https:// proxy is a TLS connection, verified with the system's CAs", 
 
 t.test("Go's CGI rule: HTTP_PROXY is refused for http:// Vault while REQUEST_METHOD is set", async (t) => {
   const err = (await failure(
-    VaultTransport.create(
+    testTransport(
       { address: 'http://vault.example:8200', tls: { skipVerify: false } },
       {
-        ...defaultTransportOptions(1024, { allows: () => true }),
+        ...testTransportOptions(1024),
         proxy: readProxySettings({ HTTP_PROXY: 'http://p:3128', REQUEST_METHOD: 'GET' }),
       },
     ),

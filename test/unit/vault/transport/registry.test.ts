@@ -11,14 +11,11 @@ import {
   callThrough,
   connectionKey,
 } from '../../../../src/vault/transport/registry.js'
-import { MAX_CALLS_PER_TENANT, type VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
+import { SecureContexts } from '../../../../src/vault/transport/secure-contexts.js'
+import { MAX_CALLS_PER_TENANT } from '../../../../src/vault/transport/transport.js'
+import { testTransportOptions } from '../../../support/transport-options.js'
 
-const opts: VaultTransportOptions = {
-  maxTlsFileBytes: 16 * 1024,
-  tlsFileDirs: [],
-  maxResponseBytes: 1024 * 1024,
-  allowlist: { allows: () => true },
-}
+const opts = testTransportOptions(1024 * 1024, { maxTlsFileBytes: 16 * 1024 })
 
 async function okServer(t: Test): Promise<string> {
   const server = http.createServer((_req, res) => res.end('{"data":{}}'))
@@ -51,19 +48,19 @@ t.test('TLS settings make no other pool for an address that speaks no TLS', asyn
 
 t.test('a namespace that names many addresses pushes out only its own pools', async (t) => {
   const address = await okServer(t)
-  const registry = new TransportRegistry(opts, 8)
+  const registry = new TransportRegistry(opts, new SecureContexts(), 8)
   t.teardown(() => registry.close())
   const victim = await registry.get(http1(address), 'victim')
   for (let i = 0; i < 100; i++) await registry.get(http1(`http://127.0.0.${(i % 200) + 2}:${9000 + i}`), 'attacker')
   t.equal(registry.heldBy('victim'), 1)
   t.equal(registry.heldBy('attacker'), 7)
   t.equal(await registry.get(http1(address), 'victim'), victim, "the victim's pool is the same one")
-  t.equal((await victim.call({ method: 'GET', path: 'secret/x', timeoutMs: 5000 })).status, 200)
+  t.equal((await victim.call({ tenant: 'test', method: 'GET', path: 'secret/x', timeoutMs: 5000 })).status, 200)
 })
 
 t.test('one namespace holds at most MAX_TRANSPORTS_PER_TENANT pools, even with room to spare', async (t) => {
   const address = await okServer(t)
-  const registry = new TransportRegistry(opts)
+  const registry = new TransportRegistry(opts, new SecureContexts())
   t.teardown(() => registry.close())
   const victim = await registry.get(http1(address), 'victim')
   for (let i = 0; i < 40; i++) await registry.get(http1(`http://127.0.0.${i + 2}:9000`), 'attacker')
@@ -73,15 +70,20 @@ t.test('one namespace holds at most MAX_TRANSPORTS_PER_TENANT pools, even with r
 
 t.test('a call through a pool closed to make room goes out on its replacement', async (t) => {
   const address = await okServer(t)
-  const registry = new TransportRegistry(opts, 1)
+  const registry = new TransportRegistry(opts, new SecureContexts(), 1)
   t.teardown(() => registry.close())
   const first = await registry.get(http1(address), 'victim')
   // A second pool with room for one: the victim's is retired (both hold one; the older tenant gives way).
   await registry.get(http1('http://127.0.0.9:9'), 'other')
-  const answer = await callThrough(registry, http1(address), 'victim', { method: 'GET', path: 'x', timeoutMs: 5000 })
+  const answer = await callThrough(registry, http1(address), {
+    tenant: 'victim',
+    method: 'GET',
+    path: 'x',
+    timeoutMs: 5000,
+  })
   t.equal(answer.status, 200)
   t.not(await registry.get(http1(address), 'victim'), first, 'a new pool')
-  const stale = await first.call({ method: 'GET', path: 'x', timeoutMs: 5000 }).then(
+  const stale = await first.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 }).then(
     () => 'sent',
     (err: Error) => err.name,
   )
@@ -105,13 +107,18 @@ t.test("one namespace's slow calls cannot hold every connection of an address", 
     return new Promise<void>((r) => server.close(() => r()))
   })
   const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const registry = new TransportRegistry(opts)
+  const registry = new TransportRegistry(opts, new SecureContexts())
   t.teardown(() => registry.close())
   const slow = Array.from({ length: MAX_CALLS_PER_TENANT + 8 }, () =>
-    callThrough(registry, http1(address), 'attacker', { method: 'GET', path: 'slow', timeoutMs: 30_000 }),
+    callThrough(registry, http1(address), { tenant: 'attacker', method: 'GET', path: 'slow', timeoutMs: 30_000 }),
   )
   while (held.length < MAX_CALLS_PER_TENANT) await new Promise((r) => setTimeout(r, 10))
-  const victim = await callThrough(registry, http1(address), 'victim', { method: 'GET', path: 'x', timeoutMs: 5000 })
+  const victim = await callThrough(registry, http1(address), {
+    tenant: 'victim',
+    method: 'GET',
+    path: 'x',
+    timeoutMs: 5000,
+  })
   t.equal(victim.status, 200, "the victim's call goes out beside the attacker's")
   t.equal(held.length, MAX_CALLS_PER_TENANT, "the attacker's extra calls wait for its own")
   t.equal(most, MAX_CALLS_PER_TENANT + 1)

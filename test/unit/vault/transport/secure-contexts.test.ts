@@ -10,6 +10,7 @@ import { SecureContexts } from '../../../../src/vault/transport/secure-contexts.
 import { TransportRegistry, callThrough } from '../../../../src/vault/transport/registry.js'
 import { makeTestPki } from '../../../support/adversary.js'
 import { tempDirFor } from '../../../support/tmp.js'
+import { testTransportOptions } from '../../../support/transport-options.js'
 
 t.test('the same material shares a context; other material has its own', async (t) => {
   const contexts = new SecureContexts()
@@ -68,27 +69,30 @@ t.test('pools of CA copies at different paths share a context and still verify t
     return new Promise<void>((r) => server.close(() => r()))
   })
   const address = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
-  const registry = new TransportRegistry({
-    maxTlsFileBytes: 64 * 1024,
-    tlsFileDirs: [],
-    maxResponseBytes: 1 << 20,
-    allowlist: { allows: () => true },
-  })
+  const registry = new TransportRegistry(
+    testTransportOptions(1 << 20, { maxTlsFileBytes: 64 * 1024 }),
+    new SecureContexts(),
+  )
   t.teardown(() => registry.close())
   for (let i = 0; i < 3; i++) {
     const caCertPath = join(dir, `ca-${i}.pem`)
     copyFileSync(pki.caCertPath, caCertPath)
     const conn = { address, tls: { skipVerify: false, caCertPath } }
-    const answer = await callThrough(registry, conn, 'tenant', { method: 'GET', path: 'x', timeoutMs: 5000 })
+    const answer = await callThrough(registry, conn, { tenant: 'tenant', method: 'GET', path: 'x', timeoutMs: 5000 })
     t.equal(answer.status, 200, `pool ${i} verifies the server with its CA`)
   }
   t.equal(registry.heldBy('tenant'), 3, 'three pools (one per CA path)')
   // Without the CA the server is not trusted: the shared context is not a blanket trust.
-  const untrusted = await callThrough(registry, { address, tls: { skipVerify: false } }, 'tenant', {
-    method: 'GET',
-    path: 'x',
-    timeoutMs: 5000,
-  }).then(
+  const untrusted = await callThrough(
+    registry,
+    { address, tls: { skipVerify: false } },
+    {
+      tenant: 'tenant',
+      method: 'GET',
+      path: 'x',
+      timeoutMs: 5000,
+    },
+  ).then(
     () => 'answered',
     (e: Error) => e.message,
   )

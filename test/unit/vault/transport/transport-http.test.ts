@@ -10,12 +10,12 @@ import { VaultCallAborted, VaultConnectionError, VaultHttpError } from '../../..
 import {
   MAX_ERROR_BODY_BYTES,
   MAX_TOKEN_ANSWER_BYTES,
-  VaultTransport,
-  defaultTransportOptions,
+  type VaultTransport,
   type VaultCall,
   type VaultTransportOptions,
 } from '../../../../src/vault/transport/transport.js'
 import { redirectOrigin } from '../../../../src/vault/transport/no-redirects.js'
+import { testTransport, testTransportOptions } from '../../../support/transport-options.js'
 
 interface Seen {
   url: string
@@ -48,12 +48,12 @@ async function transport(
   maxResponseBytes = MAX,
   extra: Partial<VaultTransportOptions> = {},
 ): Promise<(c: Partial<VaultCall> & { path: string }) => ReturnType<VaultTransport['call']>> {
-  const tr = await VaultTransport.create(
+  const tr = await testTransport(
     { address: url, tls: { skipVerify: false } },
-    { ...defaultTransportOptions(maxResponseBytes, { allows: () => true }), ...extra },
+    { ...testTransportOptions(maxResponseBytes), ...extra },
   )
   t.teardown(() => tr.close())
-  return (c) => tr.call({ method: 'GET', timeoutMs: 10_000, ...c })
+  return (c) => tr.call({ tenant: 'test', method: 'GET', timeoutMs: 10_000, ...c })
 }
 
 const caught = <T>(p: Promise<unknown>): Promise<T> =>

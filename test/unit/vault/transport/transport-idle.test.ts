@@ -4,25 +4,22 @@
 import { mock } from 'node:test'
 import t, { type Test } from 'tap'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../../../src/config/config.js'
-import {
-  VaultTransport,
-  defaultTransportOptions,
-  type VaultTransportOptions,
-} from '../../../../src/vault/transport/transport.js'
+import type { VaultTransport, VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
+import { testTransport, testTransportOptions } from '../../../support/transport-options.js'
 import { advance, startIdleServer } from '../../../support/idle-server.js'
 
 const server = (t: Test, keepAliveHint?: number) => startIdleServer(t, '{"data":{}}', keepAliveHint)
 
 async function transport(t: Test, url: string, extra: Partial<VaultTransportOptions> = {}): Promise<VaultTransport> {
-  const tr = await VaultTransport.create(
+  const tr = await testTransport(
     { address: url, tls: { skipVerify: false } },
-    { ...defaultTransportOptions(64 * 1024, { allows: () => true }), ...extra },
+    { ...testTransportOptions(64 * 1024), ...extra },
   )
   t.teardown(() => tr.close())
   return tr
 }
 
-const get = (tr: VaultTransport) => tr.call({ method: 'GET', path: 'sys/health', timeoutMs: 10_000 })
+const get = (tr: VaultTransport) => tr.call({ tenant: 'test', method: 'GET', path: 'sys/health', timeoutMs: 10_000 })
 
 t.beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }))
 t.afterEach(() => mock.timers.reset())

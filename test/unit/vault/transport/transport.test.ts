@@ -9,23 +9,18 @@ import type { VaultConnection } from '../../../../src/request/types.js'
 import { VaultConnectionError } from '../../../../src/vault/transport/call-errors.js'
 import {
   MAX_CA_DIRECTORY_ENTRIES,
-  VaultTransport,
+  type VaultTransport,
   type VaultTransportOptions,
 } from '../../../../src/vault/transport/transport.js'
 import { guardedConnector } from '../../../../src/vault/transport/connection-guard.js'
 import { selfSignedCaPem, selfSignedServerCert } from '../../../support/tls.js'
 import { tempDirFor } from '../../../support/tmp.js'
+import { testTransport, testTransportOptions } from '../../../support/transport-options.js'
 
 const CAP = 16 * 1024
-const opts = (o: Partial<VaultTransportOptions> = {}): VaultTransportOptions => ({
-  maxTlsFileBytes: CAP,
-  tlsFileDirs: [],
-  maxResponseBytes: 1024 * 1024,
-  allowlist: { allows: () => true },
-  ...o,
-})
-const createTransport = (c: VaultConnection, o: VaultTransportOptions): Promise<VaultTransport> =>
-  VaultTransport.create(c, o)
+const opts = (o: Partial<VaultTransportOptions> = {}): VaultTransportOptions =>
+  testTransportOptions(1024 * 1024, { maxTlsFileBytes: CAP, ...o })
+const createTransport = (c: VaultConnection, o: VaultTransportOptions): Promise<VaultTransport> => testTransport(c, o)
 const destroyTransport = (tr: VaultTransport): void => void tr.close()
 const conn = (tls: Partial<VaultConnection['tls']>): VaultConnection => ({
   address: 'https://vault.example:8200',
@@ -163,9 +158,11 @@ t.test('every new connection is checked: only while the allow-list admits the ad
     opts({ allowlist: { allows: () => allowed } }),
   )
   t.teardown(() => tr.close())
-  t.equal((await tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 })).status, 200)
+  t.equal((await tr.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })).status, 200)
   allowed = false
-  const refusedNow = (await tr.call({ method: 'GET', path: 'x', timeoutMs: 5000 }).catch((e) => e)) as ProviderError
+  const refusedNow = (await tr
+    .call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })
+    .catch((e) => e)) as ProviderError
   t.equal(refusedNow.code, 'VAULT_ADDRESS_NOT_ALLOWED')
   t.match(refusedNow.message, /not in the provider's -vault-addr-allowlist; nothing was sent/)
 })
@@ -198,21 +195,21 @@ t.test('real TLS: an unknown CA is a typed TLS failure; the CA file makes it wor
   const untrusted = await createTransport({ address, tls: { skipVerify: false } }, opts())
   t.teardown(() => untrusted.close())
   const err = (await untrusted
-    .call({ method: 'GET', path: 'x', timeoutMs: 5000 })
+    .call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })
     .catch((e) => e)) as VaultConnectionError
   t.ok(err instanceof VaultConnectionError)
   t.equal(err.kind, 'tls')
   t.match(err.code, /DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN/)
   const trusted = await createTransport({ address, tls: { skipVerify: false, caCertPath: pem.cert } }, opts())
   t.teardown(() => trusted.close())
-  t.same((await trusted.call({ method: 'GET', path: 'x', timeoutMs: 5000 })).body, { ok: true })
+  t.same((await trusted.call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })).body, { ok: true })
   const wrongName = await createTransport(
     { address, tls: { skipVerify: false, caCertPath: pem.cert, serverName: 'vault.example' } },
     opts(),
   )
   t.teardown(() => wrongName.close())
   const mismatch = (await wrongName
-    .call({ method: 'GET', path: 'x', timeoutMs: 5000 })
+    .call({ tenant: 'test', method: 'GET', path: 'x', timeoutMs: 5000 })
     .catch((e) => e)) as VaultConnectionError
   t.equal(mismatch.kind, 'tls')
   t.equal(mismatch.code, 'ERR_TLS_CERT_ALTNAME_INVALID')
