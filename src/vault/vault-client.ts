@@ -9,7 +9,7 @@
  *
  * Each call states its options in the per-call `requestOptions` node-vault documents (its README:
  * axios request options, `timeout` and `headers` among them): see CallOptions. What node-vault has
- * no slot for is bound per client (the tenant) or follows from the call itself (its operation).
+ * no slot for is bound per client: the tenant, and whether any status is an answer (a health probe's).
  *
  * A client is one identity (sessions/session.ts makes one per session, the health probe one per
  * probe, without a token). node-vault falls back to the provider's own environment (VAULT_TOKEN,
@@ -17,9 +17,8 @@
  * starts with neither.
  */
 import nodeVault from 'node-vault'
-import { operationOfCall, type VaultOperation } from '../observability/vault-observer.js'
 import { NEVER_CANCELLED, type CancelSignal } from '../util/cancellation.js'
-import { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from './transport/transport.js'
+import type { VaultCaller } from './transport/transport.js'
 
 export type VaultClient = nodeVault.client
 
@@ -34,11 +33,19 @@ export interface CallOptions {
    * function; our hook reads it, not axios, so it is the Mount's CancelSignal (util/cancellation.ts).
    */
   signal: CancelSignal
+  /** axios's `maxContentLength`: a tighter cap than -max-vault-response-size (token answers, health). */
+  maxContentLength?: number
 }
 
-/** The options of one call to `namespace` ('' the root namespace). */
-export function callOptions(timeoutMs: number, cancel: CancelSignal, namespace: string): CallOptions {
-  return { timeout: timeoutMs, headers: namespace === '' ? {} : { 'X-Vault-Namespace': namespace }, signal: cancel }
+/** The options of one call to `namespace` ('' the root namespace), its answer held to `maxBytes` if given. */
+export function callOptions(
+  timeoutMs: number,
+  cancel: CancelSignal,
+  namespace: string,
+  maxBytes?: number,
+): CallOptions {
+  const headers: Record<string, string> = namespace === '' ? {} : { 'X-Vault-Namespace': namespace }
+  return { timeout: timeoutMs, headers, signal: cancel, maxContentLength: maxBytes }
 }
 
 /** A call that states no timeout (none of ours) is held to this. */
@@ -60,15 +67,12 @@ interface NodeVaultResponse {
   request: { path: string }
 }
 
-/** Operations whose answers are a token's or a lease's: small, so held to MAX_TOKEN_ANSWER_BYTES. */
-const TOKEN_ANSWERS: ReadonlySet<VaultOperation> = new Set(['login', 'renew', 'revoke'])
-
 function transportHook(
   transport: VaultCaller,
   tenant: string,
+  anyStatus: boolean,
 ): (options: NodeVaultRequest) => Promise<NodeVaultResponse> {
   return async (options) => {
-    const operation = operationOfCall(options.method, options.path)
     const answer = await transport.call({
       method: options.method,
       path: options.path.replace(/^\/+/, ''),
@@ -77,17 +81,9 @@ function transportHook(
       body: options.json,
       timeoutMs: options.timeout ?? DEFAULT_TIMEOUT_MS,
       cancel: options.signal ?? NEVER_CANCELLED,
+      maxResponseBytes: options.maxContentLength,
       tenant,
-      operation,
-      // What node-vault has no option for follows from the operation: sys/health speaks in
-      // statuses (any is an answer), token and lease answers are small.
-      anyStatus: operation === 'health',
-      maxResponseBytes:
-        operation === 'health'
-          ? MAX_ERROR_BODY_BYTES
-          : TOKEN_ANSWERS.has(operation)
-            ? MAX_TOKEN_ANSWER_BYTES
-            : undefined,
+      anyStatus,
     })
     // The transport throws for every status but 200 and 204 unless the call allows any (sys/health).
     return { statusCode: answer.status, body: answer.body, request: { path: options.path } }
@@ -96,16 +92,18 @@ function transportHook(
 
 /**
  * A node-vault client whose calls go through `transport`, held by `tenant` (the namespace whose
- * Mounts make them, or PROVIDER_TENANT): bound per client, since node-vault has no option for it.
+ * Mounts make them, or PROVIDER_TENANT). `anyStatus`: every status is an answer, for the health
+ * probe's own client only (sys/health speaks in statuses; a Mount naming that path must not get a
+ * 503 as its secret). Both bound per client: node-vault has no option for either.
  */
-export function createVaultClient(transport: VaultCaller, tenant: string): VaultClient {
+export function createVaultClient(transport: VaultCaller, tenant: string, anyStatus = false): VaultClient {
   const client = nodeVault({
     apiVersion: 'v1',
     // Never used for sending: the hook sends to the transport's own address.
     endpoint: transport.address,
     // node-vault's debug output includes request bodies (the login JWT).
     debug: () => undefined,
-    'request-promise': { defaults: () => transportHook(transport, tenant) },
+    'request-promise': { defaults: () => transportHook(transport, tenant, anyStatus) },
   })
   // Not the provider's own VAULT_TOKEN, which node-vault takes when it is given no token.
   client.token = ''

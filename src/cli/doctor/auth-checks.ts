@@ -5,7 +5,7 @@ import { NEVER_CANCELLED } from '../../util/cancellation.js'
 import { describeFailure } from '../../vault/failure-to-error.js'
 import { VaultHttpError } from '../../vault/transport/call-errors.js'
 import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
-import type { VaultCaller } from '../../vault/transport/transport.js'
+import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../../vault/transport/transport.js'
 import { callOptions, createVaultClient, revokeSelf } from '../../vault/vault-client.js'
 import type { CheckResult } from './check.js'
 
@@ -41,10 +41,11 @@ async function tryLogin(
       role,
       jwt,
       mount_point: mount,
-      requestOptions: callOptions(10_000, NEVER_CANCELLED, namespace),
+      requestOptions: callOptions(10_000, NEVER_CANCELLED, namespace, MAX_TOKEN_ANSWER_BYTES),
     })
     // The client holds the token node-vault's login set.
-    await revokeSelf(client, callOptions(5_000, NEVER_CANCELLED, namespace)).catch(() => undefined)
+    const revoke = callOptions(5_000, NEVER_CANCELLED, namespace, MAX_TOKEN_ANSWER_BYTES)
+    await revokeSelf(client, revoke).catch(() => undefined)
     return { status: 200, errors: [] }
   } catch (err) {
     if (err instanceof VaultHttpError) return { status: err.status, errors: [...err.errors] }

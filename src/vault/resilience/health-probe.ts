@@ -23,7 +23,7 @@ import { NEVER_CANCELLED, type CancelSignal } from '../../util/cancellation.js'
 import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
 import { codeAtProxy, ProxyConnectionError } from '../transport/proxy-connection.js'
 import { PROVIDER_TENANT, type TransportRegistry } from '../transport/registry.js'
-import type { VaultCaller } from '../transport/transport.js'
+import { MAX_ERROR_BODY_BYTES, type VaultCaller } from '../transport/transport.js'
 import { describeFailure } from '../failure-to-error.js'
 import { callOptions, createVaultClient } from '../vault-client.js'
 import type { ProbeOutcome, Prober } from './breaker.js'
@@ -95,11 +95,11 @@ export async function probeVaultHealth(
   now: () => number = Date.now,
 ): Promise<VaultHealth> {
   const started = now()
-  const client = createVaultClient(transport, PROVIDER_TENANT)
+  const client = createVaultClient(transport, PROVIDER_TENANT, true)
   try {
     const answer: unknown = await client.health({
       standbyok: true,
-      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, ''),
+      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, '', MAX_ERROR_BODY_BYTES),
     })
     const localAt = now()
     const body: Record<string, unknown> =

@@ -29,7 +29,7 @@ import {
   type Sleep,
 } from '../resilience/retry.js'
 import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
-import type { VaultCaller } from '../transport/transport.js'
+import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../transport/transport.js'
 import {
   callOptions,
   createVaultClient,
@@ -171,7 +171,7 @@ export class VaultSession {
    * The options of one call to `namespace`: what is left of the Mount's deadline (at most
    * VAULT_CALL_TIMEOUT_MS) and its cancellation.
    */
-  private callOptions(deadline: Deadline, what: LazyText, namespace: string): CallOptions {
+  private callOptions(deadline: Deadline, what: LazyText, namespace: string, maxBytes?: number): CallOptions {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
       throw new ProviderError(
@@ -180,7 +180,7 @@ export class VaultSession {
         this.about(textOf(what)),
       )
     }
-    return callOptions(Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), deadline.cancel, namespace)
+    return callOptions(Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), deadline.cancel, namespace, maxBytes)
   }
 
   /** The address's breaker (breaker.ts) as a layer around each attempt of the retry policy (retry.ts). */
@@ -233,7 +233,7 @@ export class VaultSession {
             role: this.identity.role,
             jwt,
             mount_point: this.identity.authMount,
-            requestOptions: this.callOptions(deadline, what, this.tokenNamespace),
+            requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES),
           }),
         deadline,
         this.retryPolicy,
@@ -312,7 +312,8 @@ export class VaultSession {
   /** revoke-self with the token the client holds, then the client holds none. Best effort, bounded in time. */
   private async revokeHeldToken(failureLog: string): Promise<boolean> {
     try {
-      await revokeSelf(this.client, callOptions(REVOKE_TIMEOUT_MS, NEVER_CANCELLED, this.tokenNamespace))
+      const options = callOptions(REVOKE_TIMEOUT_MS, NEVER_CANCELLED, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES)
+      await revokeSelf(this.client, options)
       return true
     } catch (err) {
       this.logger.debug({ role: this.identity.role, status: statusOf(err) }, failureLog)
@@ -342,7 +343,7 @@ export class VaultSession {
     const what = `token renewal (${this.where()})`
     try {
       const body: unknown = await this.client.tokenRenewSelf({
-        requestOptions: this.callOptions(deadline, what, this.tokenNamespace),
+        requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES),
       })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
       const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0

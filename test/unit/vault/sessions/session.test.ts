@@ -12,6 +12,7 @@ import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions
 import { planRequests } from '../../../../src/mount/plan.js'
 import { parseObjects } from '../../../../src/request/objects.js'
 import { FakeVault, NO_BREAKER, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
+import type { VaultAnswer } from '../../../../src/vault/transport/transport.js'
 import { ManualTime } from '../../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
@@ -265,7 +266,7 @@ t.test('revoke() revokes the token with the token itself, then forgets it', asyn
   await session.revoke()
   const revoke = vault.calls.find((c) => c.path.endsWith('revoke-self'))
   t.equal(revoke?.token, 'hvs.t')
-  t.equal(revoke?.operation, 'revoke')
+  t.equal(revoke?.method, 'POST')
   await session.request(read, jwt, deadline(), 'a')
   t.equal(vault.count(/login$/), 2, 'a revoked identity logs in again')
 })
@@ -287,14 +288,20 @@ const credsAnswer = (ttlSec = 60) => ({
 const creds: VaultRequest = { method: 'GET', path: 'database/creds/app', query: [] }
 const username = (o: { body: unknown }): string => (o.body as { data: { username: string } }).data.username
 
-t.test('identical reads in flight share one Vault call; with freshness 0 the next Mount reads again', async (t) => {
+/** A Vault whose logins answer at once and whose answers to `route` wait until the test opens `held`. */
+function holding(route: RegExp, answer: () => VaultAnswer): { vault: FakeVault; held: ReturnType<typeof gate> } {
   const vault = new FakeVault()
   const held = gate()
   vault.on(/login$/, () => loginAnswer('hvs.t'))
-  vault.on(/^GET secret/, async () => {
+  vault.on(route, async () => {
     await held.wait
-    return kvAnswer('v')
+    return answer()
   })
+  return { vault, held }
+}
+
+t.test('identical reads in flight share one Vault call; with freshness 0 the next Mount reads again', async (t) => {
+  const { vault, held } = holding(/^GET secret/, () => kvAnswer('v'))
   const { session, deadline, time } = setup(vault)
   const all = Promise.all(['p1', 'p2', 'p3'].map((pod) => session.fetch(read, 'k', pod, jwt, deadline(), 'a')))
   await time.advance(0)
@@ -309,13 +316,7 @@ t.test('identical reads in flight share one Vault call; with freshness 0 the nex
 })
 
 t.test("leased answers are each pod's own: two pods in flight get two credentials, kept per pod", async (t) => {
-  const vault = new FakeVault()
-  const held = gate()
-  vault.on(/login$/, () => loginAnswer('hvs.t'))
-  vault.on(/^GET database/, async () => {
-    await held.wait
-    return credsAnswer()
-  })
+  const { vault, held } = holding(/^GET database/, () => credsAnswer())
   const { session, deadline, time } = setup(vault)
   const racing = Promise.all(['p1', 'p2'].map((pod) => session.fetch(creds, 'c', pod, jwt, deadline(), 'a')))
   await time.advance(0)
@@ -330,14 +331,8 @@ t.test("leased answers are each pod's own: two pods in flight get two credential
 })
 
 t.test('a failed read reaches every waiter and is not kept', async (t) => {
-  const vault = new FakeVault()
-  const held = gate()
   let fail = true
-  vault.on(/login$/, () => loginAnswer('hvs.t'))
-  vault.on(/^GET secret/, async () => {
-    await held.wait
-    return fail ? denied() : kvAnswer('v')
-  })
+  const { vault, held } = holding(/^GET secret/, () => (fail ? denied() : kvAnswer('v')))
   const { session, deadline, time } = setup(vault, identity, 60_000)
   const both = Promise.all(
     ['p1', 'p2'].map((pod) => session.fetch(read, 'k', pod, jwt, deadline(), 'a').catch((e) => e)),
