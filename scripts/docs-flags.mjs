@@ -1,4 +1,4 @@
-// `npm run docs:flags`: writes the flag tables of README.md and docs/configuration.md
+// `npm run docs:flags`: writes the flag tables of README.md, docs/configuration.md and docs/cli.md
 // from src/config/flags.ts (through tsc's output of src/config/flag-docs.ts).
 import { readFile, writeFile } from 'node:fs/promises'
 import { URL } from 'node:url'

@@ -1,11 +1,11 @@
 /**
- * The flag tables of README.md and docs/configuration.md, made from FLAGS (flags.ts): `npm run
+ * The flag tables of README.md, docs/configuration.md and docs/cli.md, made from FLAGS (flags.ts): `npm run
  * docs:flags` writes them between their markers, test/unit/config/flag-docs.test.ts fails while a
  * doc differs. Laid out as prettier lays out a Markdown table, so `prettier --check` agrees.
  */
 import { FLAGS, type FlagSpec } from './flags.js'
 
-export const FLAG_DOC_FILES = ['README.md', 'docs/configuration.md'] as const
+export const FLAG_DOC_FILES = ['README.md', 'docs/configuration.md', 'docs/cli.md'] as const
 export type FlagDocFile = (typeof FLAG_DOC_FILES)[number]
 
 interface Column {
@@ -50,6 +50,12 @@ const TABLES: Record<FlagDocFile, Record<string, { rows: readonly FlagSpec[]; co
     ours: {
       rows: FLAGS.filter((f) => f.ours === true),
       columns: [flagColumn, { header: 'environment', cell: (f) => code(f.env) }, defaultColumn, fullMeaning],
+    },
+  },
+  'docs/cli.md': {
+    'daemon-only': {
+      rows: FLAGS.filter((f) => f.daemonOnly !== undefined),
+      columns: [flagColumn, { header: 'not taken by the CLI: why', cell: (f) => f.daemonOnly ?? '' }],
     },
   },
 }

@@ -1,4 +1,4 @@
-// The flag tables of README.md and docs/configuration.md are the ones FLAGS makes (`npm run docs:flags`
+// The flag tables of README.md, docs/configuration.md and docs/cli.md are the ones FLAGS makes (`npm run docs:flags`
 // writes them): a flag added, renamed or re-described in src/config/flags.ts fails here until the docs say so.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
