@@ -247,12 +247,12 @@ export function parseEndpoints(raw: string): ProviderEndpoint[] {
   }))
 }
 
-/** A setting's value when `problem` finds nothing wrong with it. */
 /** `{ [key]: value }`, or nothing when the value is unset: a configuration without it stays as it was. */
 function optionalField<K extends string>(key: K, value: string | undefined): { [k in K]?: string } {
   return value === undefined ? {} : ({ [key]: value } as { [k in K]?: string })
 }
 
+/** A setting's value when `problem` finds nothing wrong with it. */
 function checked(given: Sourced<string> | undefined, problem: (raw: string) => string | undefined): string | undefined {
   if (given === undefined) return undefined
   const issue = problem(given.value)

@@ -201,6 +201,38 @@ t.test('mount through the socket and in-process print the same files', async (t)
   t.match(shown.stdout, new RegExp(`password .*= "${SECRET}"`), '--show-values prints the value')
   t.same(findLeaks(shown.stdout, [jwt]), [], 'but never the token')
 
+  // Every daemon flag reaches the in-process Mount service (issue 44), also those the CLI once left at
+  // their default: here the OpenBao name of the address, -identity-scope and -max-mount-bytes.
+  await fx.kvPut('cli-big', { blob: 'b'.repeat(4096) })
+  const big = join(dir.path, 'big.yaml')
+  await writeFile(
+    big,
+    spcYaml({
+      roleName: 'app',
+      vaultAuthMountPath: JWT_MOUNT,
+      objects: [{ objectName: 'blob', secretPath: 'secret/data/cli-big', secretKey: 'blob' }],
+    }),
+  )
+  const bigMount = [
+    'mount',
+    big,
+    '--in-process',
+    `--hmac-key-file=${hmacKeyFile}`,
+    ...pod,
+    `--openbao-addr=${fx.bao.addr}`,
+    '--identity-scope=serviceaccount',
+    '--json',
+  ]
+  const bigRun = await cli(bigMount)
+  t.equal(bigRun.code, 0, bigRun.stderr + bigRun.stdout)
+  t.match(JSON.parse(bigRun.stdout).files, [{ path: 'blob', size: 4096 }], '--openbao-addr is the default address')
+  const capped = await cli([...bigMount, '--max-mount-bytes', '2KiB'])
+  t.equal(capped.code, 1, capped.stderr + capped.stdout)
+  t.match(JSON.parse(capped.stdout), { ok: false, error: { code: 'MOUNT_BUDGET_EXCEEDED' } }, '--max-mount-bytes')
+  const badScope = await cli(['mount', big, '--in-process', ...pod, '--identity-scope=nobody'])
+  t.equal(badScope.code, 2, 'a bad value is a usage error')
+  t.match(badScope.stderr, /-identity-scope must be one of pod, serviceaccount, got "nobody"/)
+
   // A failing Mount: exit 1 in both modes, with the provider's message.
   await writeFile(
     join(dir.path, 'bad.yaml'),
