@@ -16,7 +16,6 @@ import type { VaultDefaults } from '../config/config.js'
 import { isProviderError, q, type ErrorCode } from '../errors.js'
 import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
-import { envAsIn, flagAsIn } from '../config/flags.js'
 import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
 import { knownParameterNames, legacyParameterNames, resolveParameters } from '../request/parameters.js'
 import { ATTR, collectMountRequest, type ObjectsParser } from '../request/parse-request.js'
@@ -229,11 +228,9 @@ class SpcLinter {
    * on the line of the parameter it names; then the address a Mount would use against the allowlist.
    */
   mountParse(params: Params, fallbackLine: number): void {
-    const attrs: Record<string, string> = {}
-    for (const [k, { value }] of params) attrs[k] = value
+    const values = new Map([...params].map(([k, { value }]) => [k, value]))
     const defaults = this.opts.vaultDefaults
-    const flavour = this.flavour
-    const classParameters = resolveParameters(new Map(Object.entries(attrs)), flavour)
+    const classParameters = resolveParameters(values, this.flavour)
     const addressParameter = classParameters.nameOf('address')
     const noAddress = defaults.address === undefined && classParameters.given('address') === undefined
     if (noAddress) {
@@ -242,11 +239,11 @@ class SpcLinter {
         severity: 'warning',
         code: 'NO_VAULT_ADDRESS',
         parameter: addressParameter,
-        message: `no parameter ${q(addressParameter)}: Mounts use the provider's ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}, and fail without one (lint --vault-addr=… checks against yours)`,
+        message: `no parameter ${q(addressParameter)}: Mounts use the provider's ${classParameters.addressFlags}, and fail without one (lint --vault-addr=… checks against yours)`,
       })
     }
-    const request = rawRequest(attrs, this.spcName ?? '')
-    const { issues, address } = collectMountRequest(request, defaults, OBJECTS_LINTED_APART, flavour)
+    const request = rawRequest(Object.fromEntries(values), this.spcName ?? '')
+    const { issues, address } = collectMountRequest(request, defaults, OBJECTS_LINTED_APART, this.flavour)
     for (const issue of issues) {
       const name = issue.fields.parameter
       // Warned about above; and a parameter the API server refuses was reported as such already.

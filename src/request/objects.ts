@@ -1,7 +1,8 @@
 /**
  * Parses the `objects` parameter: a YAML list of secret objects, written for
- * HashiCorp's vault-csi-provider. Pure: a string in, typed objects or a
- * ProviderError naming the object and field out.
+ * HashiCorp's vault-csi-provider. Pure: a string in, typed objects and every
+ * problem found out (collectObjects), each a ProviderError whose fields name
+ * the object (index and objectName) or the file; parseObjects throws the first.
  */
 import { isMap, isScalar, isSeq, parseDocument, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../config/config.js'
