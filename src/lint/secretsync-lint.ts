@@ -16,7 +16,7 @@ import { isProviderError, q } from '../errors.js'
 import { DEFAULT_FLAVOUR, FLAVOURS, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
 import { KUBERNETES_SECRET_MAX_BYTES } from '../mount/sync-controller.js'
 import { DIRECTORY_FORMATS, parseObjects } from '../request/objects.js'
-import { parameter, readParameter } from '../request/parameters.js'
+import { readParameter, type ParameterKey } from '../request/parameters.js'
 import { checkTemplate } from '../request/template-syntax.js'
 import type { SecretObject } from '../request/types.js'
 import { canonicalJson } from '../util/canonical-json.js'
@@ -99,7 +99,7 @@ interface SyncDoc extends Located {
   dataLine: number
 }
 
-function str(map: YAMLMap | undefined, key: string): unknown {
+function valueAt(map: YAMLMap | undefined, key: string): unknown {
   return map?.get(key)
 }
 
@@ -148,8 +148,8 @@ export class SecretSyncCollector {
     if (value === null || typeof value !== 'object') return false
     const { kind, apiVersion } = value as { kind?: unknown; apiVersion?: unknown }
     const metadata = mapAt(doc, ['metadata'])
-    const name = str(metadata, 'name')
-    const namespace = str(metadata, 'namespace')
+    const name = valueAt(metadata, 'name')
+    const namespace = valueAt(metadata, 'namespace')
     const located = {
       file,
       line: lineOf(doc.contents as Node),
@@ -167,11 +167,11 @@ export class SecretSyncCollector {
     this.syncs.push({
       ...located,
       apiVersion,
-      className: str(spec, 'secretProviderClassName'),
+      className: valueAt(spec, 'secretProviderClassName'),
       classLine: lineOf(nodeAt(spec, 'secretProviderClassName') ?? (doc.contents as Node)),
-      serviceAccount: str(spec, 'serviceAccountName'),
+      serviceAccount: valueAt(spec, 'serviceAccountName'),
       serviceAccountLine: lineOf(nodeAt(spec, 'serviceAccountName') ?? (doc.contents as Node)),
-      type: str(secretObject, 'type'),
+      type: valueAt(secretObject, 'type'),
       typeLine: lineOf(nodeAt(secretObject, 'type') ?? nodeAt(spec, 'secretObject') ?? (doc.contents as Node)),
       data: isSeq(dataNode)
         ? dataNode.items.map((item) => ({
@@ -187,7 +187,7 @@ export class SecretSyncCollector {
 
   private addClass(located: Located, spec: YAMLMap | undefined, lineOf: Line): void {
     const at = (node: Node | undefined): number => (node === undefined ? located.line : lineOf(node))
-    const provider = str(spec, 'provider')
+    const provider = valueAt(spec, 'provider')
     // The classes spc-lint checks (lintSpcDocument): ours, or the one provider lint was told.
     let flavour: ProviderFlavour | undefined
     if (this.opts.provider === undefined) flavour = flavourOfProvider(provider)
@@ -415,7 +415,7 @@ export class SecretSyncCollector {
     add: (code: LintProblem['code'], sev: LintProblem['severity'], line: number, msg: string) => void,
   ): void {
     if (typeof s.serviceAccount !== 'string') return
-    const login = (key: Parameters<typeof parameter>[0]): string => readParameter(c.params, key, c.flavour)?.value ?? ''
+    const login = (key: ParameterKey): string => readParameter(c.params, key, c.flavour)?.value ?? ''
     const reported = new Set<SyncDoc>()
     for (const o of objects) {
       if (o.secretPath === '') continue
