@@ -4,7 +4,7 @@
  *
  *   mount    one Mount of a SecretProviderClass for a pod identity
  *   doctor   what a Mount depends on, pass/fail with fixes
- *   lint     SecretProviderClass manifests checked offline, as a Mount would parse them
+ *   lint     SecretProviderClass (and SecretSync) manifests checked offline, as a Mount would parse them
  *   version  this build
  *   serve    the daemon itself (same as `node dist/src/main.js`)
  *
@@ -178,6 +178,10 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
       '--provider <name>',
       'spec.provider of the SecretProviderClasses to check (default: vault and openbao, each with its own parameter names)',
     )
+    .option(
+      '--token-request-audience <list>',
+      "for SecretSyncs: the Sync Controller's --token-request-audience (default: vault, as daemonset/sync-controller/values.yaml)",
+    )
   addProviderFlags(lint).action(async (paths: string[], opts: Record<string, unknown>) => {
     const flags = providerArgv(opts)
     const result = await runLintCommand(
@@ -185,6 +189,7 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
       {
         json: opts.json === true,
         provider: typeof opts.provider === 'string' ? opts.provider : undefined,
+        tokenRequestAudience: typeof opts.tokenRequestAudience === 'string' ? opts.tokenRequestAudience : undefined,
         providerFlags: flags,
       },
       style,

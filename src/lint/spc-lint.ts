@@ -22,6 +22,7 @@ import { ATTR, collectMountRequest, type ObjectsParser } from '../request/parse-
 import type { SecretObject } from '../request/types.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { lintObjects } from './objects-lint.js'
+import type { SecretSyncCollector, SecretSyncLintCode } from './secretsync-lint.js'
 
 export type Severity = 'error' | 'warning'
 
@@ -47,9 +48,11 @@ export interface LintProblem {
   line: number
   severity: Severity
   /** The Mount's error code, or one of LINT_CODES. */
-  code: ErrorCode | keyof typeof LINT_CODES
+  code: ErrorCode | keyof typeof LINT_CODES | SecretSyncLintCode
   /** `namespace/name` (or `name`) of the SecretProviderClass. */
   secretProviderClass?: string
+  /** `namespace/name` (or `name`) of the SecretSync (secretsync-lint.ts). */
+  secretSync?: string
   /** Its `spec.provider`, whose parameter names and defaults it was checked with. */
   provider?: string
   parameter?: string
@@ -68,6 +71,8 @@ export interface LintOptions {
    * checked as `vault` (a provider deployed under a socket name of its own).
    */
   provider?: string
+  /** Keeps the SecretSyncs and classes seen, for secretsync-lint.ts once every file is read. */
+  secretSyncs?: SecretSyncCollector
 }
 
 export interface LintResult {
@@ -550,8 +555,9 @@ export function lintYaml(text: string, file: string, opts: LintTextOptions, into
       }
       continue
     }
+    const secretSync = opts.secretSyncs?.collect(value, doc, file, (node) => lineOf(src, node)) === true
     if (isSpc(value)) lintSpcDocument(doc, src, opts, result)
-    else if (!(opts.fragments === true && lintFragment(doc, src, opts, result))) result.skipped += 1
+    else if (!secretSync && !(opts.fragments === true && lintFragment(doc, src, opts, result))) result.skipped += 1
   }
   return result
 }
