@@ -17,8 +17,8 @@ import { FairCache } from '../util/fair-cache.js'
 
 /** How long a refused Mount is refused again without any work. */
 export const BUDGET_REFUSAL_MEMORY_MS = 30_000
-/** Refusals remembered at most, over all namespaces (each is a digest and its error). */
-export const MAX_REMEMBERED_REFUSALS = 4096
+/** Refusals remembered at most, over all namespaces (each is a digest and its error): ample for a node's pods. */
+export const MAX_REMEMBERED_REFUSALS = 1024
 
 interface Refusal {
   error: ProviderError
@@ -32,10 +32,10 @@ export class RememberedRefusals {
   private readonly now: () => number
 
   /** `now`: the clock refusals expire by (Date.now unless a test injects one). */
-  constructor(now: () => number = Date.now, maxEntries = MAX_REMEMBERED_REFUSALS) {
+  constructor(now: () => number = Date.now) {
     this.now = now
     this.refusals = new FairCache<Refusal>({
-      maxEntries,
+      maxEntries: MAX_REMEMBERED_REFUSALS,
       onEvict: (_refusal, _key, namespace) => this.dropIfEmpty(namespace),
     })
   }
