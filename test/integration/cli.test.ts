@@ -250,6 +250,44 @@ t.test('mount through the socket and in-process print the same files', async (t)
   const badJson = await cli(['mount', join(dir.path, 'bad.yaml'), '--in-process', ...pod, '--json'])
   t.equal(badJson.code, 1)
   t.match(JSON.parse(badJson.stdout), { ok: false, error: { code: 'VAULT_NOT_FOUND', grpcCode: 'NOT_FOUND' } })
+
+  // Files larger than the driver accepts (-max-response-size, 4 MiB): the in-process Mount refuses
+  // them as the daemon does, and its log line says failure. Three answers of 1.5 MiB, each within
+  // -max-vault-response-size and together within -max-mount-bytes.
+  const large = 'x'.repeat(1536 * 1024)
+  for (const name of ['l1', 'l2', 'l3']) await fx.kvPut(name, { v: large })
+  await writeFile(
+    join(dir.path, 'large.yaml'),
+    spcYaml({
+      roleName: 'app',
+      vaultAddress: fx.bao.addr,
+      vaultAuthMountPath: JWT_MOUNT,
+      objects: ['l1', 'l2', 'l3'].map((n) => ({ objectName: n, secretPath: `secret/data/${n}`, secretKey: 'v' })),
+    }),
+  )
+  const tooLarge = await cli([
+    'mount',
+    join(dir.path, 'large.yaml'),
+    '--in-process',
+    `--hmac-key-file=${hmacKeyFile}`,
+    '--log-level=info',
+    ...pod,
+    '--json',
+  ])
+  t.equal(tooLarge.code, 1, 'refused in-process too')
+  const refusal = JSON.parse(tooLarge.stdout)
+  t.match(refusal, { ok: false, error: { code: 'RESPONSE_TOO_LARGE', grpcCode: 'RESOURCE_EXHAUSTED' } })
+  t.match(
+    refusal.error.message,
+    /^the Mount's files come to 4\.5 MiB \(\d+ bytes\), more than the 4\.0 MiB the driver accepts \(provider flag -max-response-size, matching the driver's --max-call-recv-msg-size\); largest objects: "l\d" \(1\.5 MiB\), "l\d" \(1\.5 MiB\), "l\d" \(1\.5 MiB\)$/,
+  )
+  const mountLines = tooLarge.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'mount')
+  t.match(mountLines, [{ outcome: 'failure', code: 'RESPONSE_TOO_LARGE' }], 'one mount line, a failure')
+  t.equal(mountLines.length, 1)
   t.same(findLeaks(await fx.provider.logs(), [SECRET]), [], 'provider log-leak check')
 })
 

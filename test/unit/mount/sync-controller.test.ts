@@ -8,6 +8,8 @@ import type { ProviderError } from '../../../src/errors.js'
 import { loadConfig, SYNC_CONTROLLER_IDENTITY_IDLE_MS } from '../../../src/config/config.js'
 import { ephemeralKey } from '../../../src/hmac/hmac-key.js'
 import { NodeBudget } from '../../../src/mount/budget.js'
+import { RememberedRefusals } from '../../../src/mount/refusals.js'
+import { RenderTurns } from '../../../src/mount/render-turns.js'
 import { MountService } from '../../../src/mount/service.js'
 import {
   checkSecretSyncAnswer,
@@ -16,6 +18,7 @@ import {
 } from '../../../src/mount/sync-controller.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import type { RenderedObject } from '../../../src/render/render.js'
+import { ObjectsCache } from '../../../src/request/objects-cache.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
@@ -134,7 +137,11 @@ function world(
     mode: 'sync-controller',
     allowlist: o.allowlist ? new AddressAllowlist(o.allowlist) : ANY_ADDRESS,
     breakers: NO_BREAKER,
-    budget: o.budget,
+    budget: o.budget ?? new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 }),
+    objectsCache: new ObjectsCache(),
+    renderTurns: new RenderTurns(),
+    refusals: new RememberedRefusals(),
+    maxResponseBytes: 4 * 1024 * 1024,
   })
   return { service, vault, lines, pool }
 }
