@@ -5,8 +5,6 @@
 // Against the built daemon and a real OpenBao. The material is made in this process
 // (test/support/cert-builder.ts): a decoy CA's key needs no private half, so it takes no key
 // generation.
-import { readFileSync } from 'node:fs'
-import { performance } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
 import {
   allowedLoadedP99,
@@ -20,6 +18,7 @@ import { expectAttack, finishSuite, startWorld, type World } from '../support/ad
 import { hostileBundle, rsaPublicKey } from '../support/cert-builder.js'
 import type { GrpcMountResult } from '../support/grpc-client.js'
 import { createJwtRole } from '../support/jwt.js'
+import { cpuMs, LiveProbe } from '../support/live-probe.js'
 import { healthPort } from '../support/provider.js'
 
 t.setTimeout(30 * 60_000)
@@ -32,59 +31,6 @@ const TENANT_ROLE = 'tenant-a'
 
 function tenantPod(name: string): PodIdentitySpec {
   return newPod(name, TENANT, 'app')
-}
-
-/** Back-to-back GETs of /health/live until stopped: the latency a liveness probe sees. */
-class LiveProbe {
-  private running = false
-  private done: Promise<void> = Promise.resolve()
-  samples: number[] = []
-  failures = 0
-  errors = 0
-
-  constructor(private readonly url: string) {}
-
-  private async once(): Promise<void> {
-    const started = performance.now()
-    try {
-      const res = await fetch(this.url, { signal: AbortSignal.timeout(30_000) })
-      await res.text()
-      if (!res.ok) this.failures += 1
-    } catch {
-      // A connection the server closed as the client reused it (keep-alive), not an answer: counted apart.
-      this.errors += 1
-    }
-    this.samples.push(performance.now() - started)
-  }
-
-  async measure(n: number): Promise<number[]> {
-    const before = this.samples.length
-    for (let i = 0; i < n; i++) await this.once()
-    return this.samples.slice(before)
-  }
-
-  start(): void {
-    this.running = true
-    this.samples = []
-    this.failures = 0
-    this.errors = 0
-    this.done = (async () => {
-      while (this.running) await this.once()
-    })()
-  }
-
-  async stop(): Promise<number[]> {
-    this.running = false
-    await this.done
-    return this.samples
-  }
-}
-
-/** The daemon's CPU time so far (user + system), in milliseconds, from /proc. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  // Fields 14 and 15 of stat (utime, stime), in clock ticks of 10 ms (USER_HZ on Linux).
-  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
 const ms = (v: number): string => v.toFixed(1)
