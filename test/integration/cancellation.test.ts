@@ -129,11 +129,11 @@ t.test('a Mount of many keystores stops rendering when the driver cancels it, or
   const fx = await Fixture.start()
   t.teardown(() => fx.stop())
   const audit = await fx.bao.enableFileAudit()
-  // An ordinary RSA-2048 key and its certificate; 120 keystores of it stay within a Mount's render work budget.
+  // An ordinary RSA-2048 key, its certificate and CA; 100 keystores of it stay within a Mount's render work budget.
   await fx.kvPut('keystore', {
     bundle: hostileBundle({ chainLength: 1, decoys: 0, decoyKey: () => rsaPublicKey(2048, 17) }).pem,
   })
-  const KEYSTORES = 120
+  const KEYSTORES = 100
   const params = {
     objects: Array.from({ length: KEYSTORES }, (_, i) => ({
       objectName: `k${i}`,
