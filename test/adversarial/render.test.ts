@@ -6,21 +6,12 @@
 // (test/support/cert-builder.ts): a decoy CA's key needs no private half, so it takes no key
 // generation.
 import { X509Certificate } from 'node:crypto'
-import t, { type Test } from 'tap'
-import {
-  allowedLoadedP99,
-  exclusiveSuite,
-  newPod,
-  percentile,
-  type AttackOutcome,
-  type PodIdentitySpec,
-} from '../support/adversary.js'
-import { expectAttack, finishSuite, startWorld, type World } from '../support/adversary-world.js'
+import t from 'tap'
+import { exclusiveSuite, newPod, type PodIdentitySpec } from '../support/adversary.js'
+import { attackFigures } from '../support/adversary-figures.js'
+import { finishSuite, startWorld, type World } from '../support/adversary-world.js'
 import { hostileBundle, rsaPublicKey, rsaPublicKeyF4 } from '../support/cert-builder.js'
-import type { GrpcMountResult } from '../support/grpc-client.js'
 import { createJwtRole } from '../support/jwt.js'
-import { cpuMs, LiveProbe } from '../support/live-probe.js'
-import { healthPort } from '../support/provider.js'
 
 t.setTimeout(30 * 60_000)
 // One adversarial file at a time on this machine (see exclusiveSuite).
@@ -33,8 +24,6 @@ const TENANT_ROLE = 'tenant-a'
 function tenantPod(name: string): PodIdentitySpec {
   return newPod(name, TENANT, 'app')
 }
-
-const ms = (v: number): string => v.toFixed(1)
 
 t.test('certificate material and keystores of one tenant', async (t) => {
   const w: World = await startWorld()
@@ -64,39 +53,9 @@ t.test('certificate material and keystores of one tenant', async (t) => {
   const ordinary = hostileBundle({ chainLength: 1, decoys: 0, decoyKey: () => rsaPublicKey(2048, 17) })
   await put('tenant-a/keystore', { bundle: ordinary.pem })
 
-  const live = new LiveProbe(`http://127.0.0.1:${await healthPort(w.daemon.provider)}/health/live`)
-  const liveUnloaded = await live.measure(200)
-  t.equal(live.failures, 0, '/health/live answers 200 without an attack')
-  const figures: string[] = []
-
-  /** expectAttack with /health/live timed throughout, and the CPU one attacking Mount costs. */
-  const attack = async (
-    t: Test,
-    o: Parameters<typeof expectAttack>[2],
-    cpuSample: () => Promise<GrpcMountResult>,
-  ): Promise<AttackOutcome> => {
-    live.start()
-    const out = await expectAttack(t, w, o)
-    const loaded = await live.stop()
-    t.equal(live.failures, 0, `/health/live answered 200 to every probe (${live.errors} connection errors)`)
-    const unloadedP99 = percentile(liveUnloaded, 99)
-    const allowed = allowedLoadedP99(unloadedP99)
-    t.ok(
-      percentile(loaded, 99) <= allowed,
-      `/health/live p99 ${ms(percentile(loaded, 99))} ms under attack <= ${ms(allowed)} ms (unloaded p99 ${ms(unloadedP99)} ms, ${loaded.length} probes)`,
-    )
-    // The daemon's CPU for a few attacking Mounts alone (noisy: other processes share the machine).
-    const before = cpuMs(w.daemon.provider.pid)
-    const runs = 3
-    for (let i = 0; i < runs; i++) await cpuSample()
-    const perMount = (cpuMs(w.daemon.provider.pid) - before) / runs
-    figures.push(
-      `| ${o.name} | ${out.answer.grpcCode} | ${ms(percentile(out.victim.latenciesMs, 50))} / ${ms(out.victimP99Ms)} ` +
-        `(unloaded p99 ${ms(out.unloadedP99Ms)}) | ${ms(percentile(loaded, 50))} / ${ms(percentile(loaded, 99))} ` +
-        `(unloaded p99 ${ms(unloadedP99)}) | ${ms(perMount)} |`,
-    )
-    return out
-  }
+  const figures = attackFigures(w)
+  await figures.start(t)
+  const attack = figures.attack
 
   for (const format of ['pkcs12', 'tls'] as const) {
     await t.test(`a PEM bundle with 24 decoy CAs whose RSA exponents have 3070 bits, format ${format}`, async (t) => {
@@ -298,12 +257,6 @@ t.test('certificate material and keystores of one tenant', async (t) => {
     t.equal(out.answer.files.length, 100, 'the attacker gets its 100 keystores, slowly')
   })
 
-  t.comment(
-    [
-      '| attack | answer | victim p50 / p99 (ms) | /health/live p50 / p99 (ms) | daemon CPU per attacking Mount (ms) |',
-      '|---|---|---|---|---|',
-      ...figures,
-    ].join('\n'),
-  )
+  t.comment(figures.table())
   await finishSuite(t, w, 'render')
 })
