@@ -63,7 +63,7 @@ export function classify(failure: VaultFailure, login: boolean): ErrorCode {
 /** The error of a call that ran out of the Mount's time, or whose caller left. */
 export function deadlineError(what: string, cancelled: boolean): ProviderError {
   return new ProviderError(
-    'DEADLINE_EXCEEDED',
+    cancelled ? 'CANCELLED' : 'DEADLINE_EXCEEDED',
     cancelled
       ? `${what}: the driver cancelled the Mount before Vault answered`
       : `${what}: Vault did not answer before the Mount's deadline`,
