@@ -15,6 +15,7 @@ import type { HandoverSettings } from './handover/wire.js'
 import { ephemeralKey, fileKey, kubernetesSecretKey, mountedFileKey, type HmacKeySource } from './hmac/hmac-key.js'
 import { KubeClient } from './kube/client.js'
 import { NodeBudget } from './mount/budget.js'
+import { RememberedRefusals } from './mount/refusals.js'
 import { RenderTurns } from './mount/render-turns.js'
 import { MountService } from './mount/service.js'
 import type { Logger } from './observability/logger.js'
@@ -243,6 +244,10 @@ export function wireMountService(
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
     // The node's CPU for rendering, in turns per namespace as the budget shares its bytes.
     renderTurns: new RenderTurns(),
+    // Mounts that would only be refused again (their own budget, an oversized Vault answer), for a while.
+    refusals: new RememberedRefusals(),
+    // -max-response-size: checked by the Mount, so the CLI's in-process mount refuses what the driver would.
+    maxResponseBytes: config.maxResponseBytes,
   })
   return { pool, mountService }
 }
@@ -356,7 +361,6 @@ export async function buildProvider(
         flavour: endpoint.flavour,
         mountService,
         mountTimeoutMs: config.mountTimeoutMs,
-        maxResponseBytes: config.maxResponseBytes,
         logger,
         // A newer instance took over the socket and this one has finished its calls. Exiting would
         // make kubelet restart this container (DaemonSet pods always restart), and the restarted

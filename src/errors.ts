@@ -45,6 +45,7 @@ export const ERROR_CATALOGUE = {
   AUDIENCE_NOT_ALLOWED:
     'The provider may not request service-account tokens for this audience (-token-request-audiences).',
   DEADLINE_EXCEEDED: 'The Mount ran out of time.',
+  CANCELLED: 'The driver cancelled the Mount (kubelet gave up on it): it stopped where it was.',
   HMAC_KEY_UNAVAILABLE: 'The HMAC key for object versions could not be obtained.',
   SHUTTING_DOWN: 'The provider is shutting down.',
   INTERNAL: 'A bug: should never happen, reported without details.',

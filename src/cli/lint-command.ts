@@ -7,6 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { ConfigError, loadConfig } from '../config/config.js'
 import { lintMarkdown, lintYaml, type LintOptions, type LintProblem, type LintResult } from '../lint/spc-lint.js'
+import { SecretSyncCollector } from '../lint/secretsync-lint.js'
 import { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { EXIT, UsageError, type Style } from './output.js'
 import { printable, printableJson } from '../util/printable.js'
@@ -18,7 +19,15 @@ export interface LintCommandOptions {
   provider?: string
   /** Daemon flags (-vault-addr, -vault-mount, TLS, -vault-addr-allowlist), read by the daemon's own parser. */
   providerFlags: string[]
+  /**
+   * The Sync Controller's --token-request-audience (comma-separated), for SecretSyncs; undefined: that of
+   * daemonset/sync-controller/values.yaml, `vault`.
+   */
+  tokenRequestAudience?: string
 }
+
+/** The audience daemonset/sync-controller/values.yaml has the controller request. */
+export const SHIPPED_CONTROLLER_AUDIENCES = ['vault']
 
 const YAML_FILE = /\.ya?ml$/i
 const MARKDOWN_FILE = /\.(md|markdown)$/i
@@ -92,7 +101,14 @@ export async function runLintCommand(
   opts: LintCommandOptions,
   style: Style,
 ): Promise<CommandResult & { stderr: string }> {
-  const options = lintOptions(opts)
+  const secretSyncs = new SecretSyncCollector({
+    provider: opts.provider,
+    audiences:
+      opts.tokenRequestAudience === undefined
+        ? SHIPPED_CONTROLLER_AUDIENCES
+        : opts.tokenRequestAudience.split(',').map((a) => a.trim()),
+  })
+  const options = { ...lintOptions(opts), secretSyncs }
   const targets = await collect(paths)
   const result: LintResult = { problems: [], checked: 0, skipped: 0 }
   for (const { file, explicit } of targets) {
@@ -111,11 +127,15 @@ export async function runLintCommand(
     if (MARKDOWN_FILE.test(file)) lintMarkdown(text, file, options, result)
     else lintYaml(text, file, { ...options, strictYaml: explicit }, result)
   }
+  const syncResult = secretSyncs.lint()
+  result.problems.push(...syncResult.problems)
+  result.skipped += syncResult.skipped
   const problems = [...result.problems].sort((a, b) => (a.file === b.file ? a.line - b.line : a.file < b.file ? -1 : 1))
   const errors = problems.filter((p) => p.severity === 'error').length
   const warnings = problems.length - errors
   const exitCode = errors > 0 ? EXIT.FAILED : EXIT.OK
-  const summary = `${result.checked} SecretProviderClass${result.checked === 1 ? '' : 'es'}${byProvider(result)} in ${targets.length} file${targets.length === 1 ? '' : 's'}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}${result.skipped > 0 ? ` (${result.skipped} other document${result.skipped === 1 ? '' : 's'} skipped)` : ''}\n`
+  const syncs = syncResult.checked > 0 ? `, ${syncResult.checked} SecretSync${syncResult.checked === 1 ? '' : 's'}` : ''
+  const summary = `${result.checked} SecretProviderClass${result.checked === 1 ? '' : 'es'}${byProvider(result)}${syncs} in ${targets.length} file${targets.length === 1 ? '' : 's'}: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}${result.skipped > 0 ? ` (${result.skipped} other document${result.skipped === 1 ? '' : 's'} skipped)` : ''}\n`
   if (opts.json) {
     const doc = {
       ok: errors === 0,
@@ -123,6 +143,7 @@ export async function runLintCommand(
       checked: result.checked,
       skipped: result.skipped,
       providers: result.providers ?? {},
+      secretSyncs: syncResult.checked,
       errors,
       warnings,
       problems,

@@ -4,7 +4,7 @@
  *
  *   mount    one Mount of a SecretProviderClass for a pod identity
  *   doctor   what a Mount depends on, pass/fail with fixes
- *   lint     SecretProviderClass manifests checked offline, as a Mount would parse them
+ *   lint     SecretProviderClass (and SecretSync) manifests checked offline, as a Mount would parse them
  *   version  this build
  *   serve    the daemon itself (same as `node dist/src/main.js`)
  *
@@ -18,44 +18,8 @@ import { API_VERSION } from '../server/grpc-server.js'
 import { runDoctorCommand } from './doctor/doctor.js'
 import { runLintCommand } from './lint-command.js'
 import { runMountCommand } from './mount-command.js'
+import { addProviderFlags, providerArgv } from './provider-flags.js'
 import { EXIT, styleFor, UsageError } from './output.js'
-
-/** Daemon flags the CLI forwards to the daemon's own parser (in-process mount, doctor). */
-const PROVIDER_STRING_FLAGS = [
-  ['vault-addr', 'default Vault address (env VAULT_ADDR)'],
-  ['vault-namespace', 'default Vault namespace (env VAULT_NAMESPACE)'],
-  ['vault-mount', 'default auth mount (default "kubernetes")'],
-  ['vault-tls-ca-cert', 'CA bundle file (env VAULT_CACERT)'],
-  ['vault-tls-ca-directory', 'directory of CA PEM files (env VAULT_CAPATH)'],
-  ['vault-tls-server-name', 'TLS server name (env VAULT_TLS_SERVER_NAME)'],
-  ['vault-tls-client-cert', 'client certificate (env VAULT_CLIENT_CERT)'],
-  ['vault-tls-client-key', 'client key (env VAULT_CLIENT_KEY)'],
-  ['hmac-key-file', "object-version key file (as the daemon's -hmac-key-file)"],
-  ['hmac-secret-name', 'object-version key Secret (default vault-csi-provider-hmac-key)'],
-  ['kube-api-url', 'Kubernetes API URL, e.g. http://127.0.0.1:8001 behind kubectl proxy'],
-  ['kube-service-account-dir', 'service-account directory for the Kubernetes API'],
-  ['vault-addr-allowlist', "the provider's -vault-addr-allowlist (comma-separated): the CLI sends nothing elsewhere"],
-] as const
-
-function camel(flag: string): string {
-  return flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase())
-}
-
-function addProviderFlags(cmd: Command): Command {
-  for (const [flag, help] of PROVIDER_STRING_FLAGS) cmd.option(`--${flag} <value>`, help)
-  cmd.option('--vault-tls-skip-verify', 'skip TLS verification (env VAULT_SKIP_VERIFY)')
-  return cmd
-}
-
-function providerArgv(opts: Record<string, unknown>): string[] {
-  const argv: string[] = []
-  for (const [flag] of PROVIDER_STRING_FLAGS) {
-    const v = opts[camel(flag)]
-    if (typeof v === 'string') argv.push(`--${flag}=${v}`)
-  }
-  if (opts.vaultTlsSkipVerify === true) argv.push('--vault-tls-skip-verify')
-  return argv
-}
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value]
@@ -129,7 +93,11 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
     .option('--permission <mode>', 'default file mode', '0644')
     .option('--show-values', 'print the file contents (secrets!)')
     .option('--json', 'machine-readable output')
-    .option('--timeout <duration>', 'Mount timeout', '60s')
+    .option(
+      '--timeout <duration>',
+      "the caller's deadline, as the driver's (in-process: or --mount-timeout, if shorter)",
+      '60s',
+    )
     .option(
       '--yes',
       'accept what the file decides about a --token-from-kubectl token (namespace, audience, Vault address)',
@@ -210,6 +178,10 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
       '--provider <name>',
       'spec.provider of the SecretProviderClasses to check (default: vault and openbao, each with its own parameter names)',
     )
+    .option(
+      '--token-request-audience <list>',
+      "for SecretSyncs: the Sync Controller's --token-request-audience (default: vault, as daemonset/sync-controller/values.yaml)",
+    )
   addProviderFlags(lint).action(async (paths: string[], opts: Record<string, unknown>) => {
     const flags = providerArgv(opts)
     const result = await runLintCommand(
@@ -217,6 +189,7 @@ export async function runCli(rawArgv: string[], io: Io): Promise<number> {
       {
         json: opts.json === true,
         provider: typeof opts.provider === 'string' ? opts.provider : undefined,
+        tokenRequestAudience: typeof opts.tokenRequestAudience === 'string' ? opts.tokenRequestAudience : undefined,
         providerFlags: flags,
       },
       style,

@@ -49,7 +49,7 @@ export interface MountCommandOptions {
   logLevel: string
   /** Accept what the file decides about a minted token without a prompt (it is still shown). */
   yes?: boolean
-  /** Daemon flags for --in-process, passed to the daemon's own flag parser. */
+  /** The daemon's flags (provider-flags.ts), for the daemon's own parser: --in-process runs with them. */
   providerFlags: string[]
 }
 
@@ -171,11 +171,11 @@ function loadCliConfig(flags: string[]): ProviderConfig {
 
 async function mountInProcess(
   opts: MountCommandOptions,
+  config: ProviderConfig,
   req: { attributes: string; secrets: string; permission: string },
   timeoutMs: number,
   flavour: ProviderFlavour,
 ): Promise<MountView> {
-  const config = loadCliConfig(opts.providerFlags)
   if (!(LOG_LEVELS as readonly string[]).includes(opts.logLevel)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
   }
@@ -187,7 +187,12 @@ async function mountInProcess(
   const service = await buildMountService(config, logger, process.env, { vaultObserver: recorder, metrics: false })
   const started = Date.now()
   try {
-    const result = await service.mountService.mount(req, Deadline.in(timeoutMs), flavour)
+    // --timeout is the caller's deadline, as the driver's is the daemon's: the shorter of it and -mount-timeout bounds the Mount.
+    const result = await service.mountService.mount(
+      req,
+      Deadline.in(Math.min(timeoutMs, config.mountTimeoutMs)),
+      flavour,
+    )
     return {
       ok: true,
       files: result.objects.flatMap((o) =>
@@ -347,7 +352,7 @@ export async function runMountCommand(
   try {
     view = await withProgress(
       printable(`mounting ${spc.name} (${via})`),
-      opts.inProcess ? mountInProcess(opts, req, timeoutMs, flavour) : mountViaSocket(socket, req, timeoutMs),
+      opts.inProcess ? mountInProcess(opts, config, req, timeoutMs, flavour) : mountViaSocket(socket, req, timeoutMs),
     )
   } catch (err) {
     if (err instanceof UnreachableError) {

@@ -37,6 +37,8 @@ export const PROVIDER_MODES = ['node', 'sync-controller'] as const
 export type ProviderMode = (typeof PROVIDER_MODES)[number]
 /** Longer than the driver's default rotation poll (2 m), so live pods are never taken for gone. */
 export const DEFAULT_IDENTITY_IDLE_MS = 15 * 60_000
+/** -mode=sync-controller: twice the controller's default --rotation-poll-interval (12 h), for the same reason. */
+export const SYNC_CONTROLLER_IDENTITY_IDLE_MS = 24 * 3_600_000
 /**
  * How long an idle connection to Vault is kept for the next call. Vault and OpenBao send no
  * Keep-Alive hint and close idle connections after 5 minutes (the listener's
@@ -247,12 +249,12 @@ export function parseEndpoints(raw: string): ProviderEndpoint[] {
   }))
 }
 
-/** A setting's value when `problem` finds nothing wrong with it. */
 /** `{ [key]: value }`, or nothing when the value is unset: a configuration without it stays as it was. */
 function optionalField<K extends string>(key: K, value: string | undefined): { [k in K]?: string } {
   return value === undefined ? {} : ({ [key]: value } as { [k in K]?: string })
 }
 
+/** A setting's value when `problem` finds nothing wrong with it. */
 function checked(given: Sourced<string> | undefined, problem: (raw: string) => string | undefined): string | undefined {
   if (given === undefined) return undefined
   const issue = problem(given.value)
@@ -564,7 +566,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     stateHandover: bools.get('state-handover') ?? mode === 'node',
     identityIdleMs:
       str('identity-idle-timeout') === undefined
-        ? DEFAULT_IDENTITY_IDLE_MS
+        ? mode === 'sync-controller'
+          ? SYNC_CONTROLLER_IDENTITY_IDLE_MS
+          : DEFAULT_IDENTITY_IDLE_MS
         : parseDurationMs(str('identity-idle-timeout')!, '-identity-idle-timeout'),
     limits: {
       maxObjectsBytes: sizeFlag('max-objects-size', DEFAULT_MAX_OBJECTS_BYTES),

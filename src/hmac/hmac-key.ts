@@ -38,7 +38,7 @@ function memoise(
   let inFlight: SharedCall<Buffer> | undefined
   const giveUp = (cancelled: boolean): ProviderError =>
     new ProviderError(
-      'DEADLINE_EXCEEDED',
+      cancelled ? 'CANCELLED' : 'DEADLINE_EXCEEDED',
       cancelled
         ? `${where}: the driver cancelled the Mount before the key was read`
         : `${where}: the key was not read before the Mount's deadline`,

@@ -184,7 +184,7 @@ export class KubeClient {
       return await this.call(method, apiPath, body, deadline)
     } catch (err) {
       if (err instanceof KubeCallCancelled) {
-        throw new ProviderError('DEADLINE_EXCEEDED', `${what}: the driver cancelled the Mount before the API answered`)
+        throw new ProviderError('CANCELLED', `${what}: the driver cancelled the Mount before the API answered`)
       }
       const reason = err instanceof KubeCallFailed ? err.message : 'error'
       throw new ProviderError(

@@ -1,12 +1,14 @@
 /**
  * `vault-csi-provider lint`: SecretProviderClass manifests checked offline, the way a Mount would
- * parse them. The parameters go through parseMountRequest (the function the gRPC adapter calls)
- * with a stand-in pod, the `objects` through parseObjects (lint-objects.ts finds every bad object,
- * not only the first), the Vault address through the daemon's allowlist class, and the files the
- * objects will write through the Mount's last check (checkVolume). So a problem reported here is
- * the Mount's own message, and the two cannot drift. Added on top, because a Mount never sees
- * them: parameters the API server would refuse (not strings), parameters nothing reads (typos),
- * and `secretObjects` naming files the SecretProviderClass does not produce.
+ * parse them. The parameters go through collectMountRequest (parseMountRequest, the function the
+ * gRPC adapter calls, fails with the first problem it finds) with a stand-in pod, the `objects`
+ * through collectObjects (objects-lint.ts), the Vault address through the daemon's allowlist class,
+ * and the files the objects will write through the Mount's last check (checkVolume). Each finds
+ * every problem in one pass and says in the error's fields which parameter, object or file it is
+ * about; so a problem reported here is the Mount's own message, and the two cannot drift. Added on
+ * top, because a Mount never sees them: parameters the API server would refuse (not strings),
+ * parameters nothing reads (typos), and `secretObjects` naming files the SecretProviderClass does
+ * not produce.
  */
 import { randomUUID } from 'node:crypto'
 import { isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node, type YAMLMap } from 'yaml'
@@ -14,20 +16,13 @@ import type { VaultDefaults } from '../config/config.js'
 import { isProviderError, q, type ErrorCode } from '../errors.js'
 import { checkVolume, type RenderedObject } from '../render/render.js'
 import { TLS_FILES } from '../render/certificates.js'
-import { envAsIn, flagAsIn } from '../config/flags.js'
 import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../config/flavour.js'
-import {
-  knownParameterNames,
-  legacyParameterNames,
-  parameter,
-  parameterNamed,
-  readParameter,
-  type ParameterKey,
-} from '../request/parameters.js'
-import { ATTR, parseMountRequest } from '../request/parse-request.js'
-import type { MountSpec, SecretObject } from '../request/types.js'
+import { knownParameterNames, legacyParameterNames, resolveParameters } from '../request/parameters.js'
+import { ATTR, collectMountRequest, type ObjectsParser } from '../request/parse-request.js'
+import type { SecretObject } from '../request/types.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import { lintObjects } from './objects-lint.js'
+import type { SecretSyncCollector, SecretSyncLintCode } from './secretsync-lint.js'
 
 export type Severity = 'error' | 'warning'
 
@@ -53,9 +48,11 @@ export interface LintProblem {
   line: number
   severity: Severity
   /** The Mount's error code, or one of LINT_CODES. */
-  code: ErrorCode | keyof typeof LINT_CODES
+  code: ErrorCode | keyof typeof LINT_CODES | SecretSyncLintCode
   /** `namespace/name` (or `name`) of the SecretProviderClass. */
   secretProviderClass?: string
+  /** `namespace/name` (or `name`) of the SecretSync (secretsync-lint.ts). */
+  secretSync?: string
   /** Its `spec.provider`, whose parameter names and defaults it was checked with. */
   provider?: string
   parameter?: string
@@ -74,6 +71,8 @@ export interface LintOptions {
    * checked as `vault` (a provider deployed under a socket name of its own).
    */
   provider?: string
+  /** Keeps the SecretSyncs and classes seen, for secretsync-lint.ts once every file is read. */
+  secretSyncs?: SecretSyncCollector
 }
 
 export interface LintResult {
@@ -152,27 +151,10 @@ function filesOf(obj: SecretObject): ObjectFiles {
   return { name: obj.objectName, files: [obj.objectName], maybe: [], openDirectory: false }
 }
 
-// Stand-ins for a parameter already reported, so that the next parse reaches the next problem.
-const PLACEHOLDER_OBJECTS = '- {objectName: lint-placeholder, secretPath: lint/placeholder}'
-const PLACEHOLDER_ADDRESS = 'https://lint-placeholder.invalid'
-const PLACEHOLDERS: Partial<Record<ParameterKey, string>> = {
-  roleName: 'lint-placeholder',
-  address: PLACEHOLDER_ADDRESS,
-  objects: PLACEHOLDER_OBJECTS,
-}
-
 type Params = Map<string, { value: string; line: number; node?: Node; refused?: boolean }>
 
-/** The parameters a Mount error names (bare or quoted), in the order of the parameter table. */
-function namedParameters(message: string, flavour: ProviderFlavour): string[] {
-  return knownParameterNames(flavour).filter((p) => new RegExp(`(^|[^A-Za-z])${p}([^A-Za-z]|$)`).test(message))
-}
-
-/** The name the class gives the Vault address, or undefined when it gives none. */
-function addressName(params: Params, flavour: ProviderFlavour): string | undefined {
-  const values = new Map([...params].map(([k, { value }]) => [k, value]))
-  return readParameter(values, 'address', flavour)?.name
-}
+/** mountParse leaves the objects out: objects() reports theirs, each on its own line. */
+const OBJECTS_LINTED_APART: ObjectsParser = () => []
 
 class SpcLinter {
   readonly problems: LintProblem[] = []
@@ -246,71 +228,49 @@ class SpcLinter {
     }
   }
 
-  /** Every error parseMountRequest finds in the parameters (objects aside: see objects()). */
-  mountParse(params: Params, fallbackLine: number): MountSpec | undefined {
-    const attrs: Record<string, string> = {}
-    for (const [k, { value }] of params) attrs[k] = value
-    if ((attrs.objects ?? '').trim() !== '') attrs.objects = PLACEHOLDER_OBJECTS // objects() reports on the real text
-    const blamed = new Set<string>()
+  /**
+   * Every problem collectMountRequest finds in the parameters (objects aside: see objects()), each
+   * on the line of the parameter it names; then the address a Mount would use against the allowlist.
+   */
+  mountParse(params: Params, fallbackLine: number): void {
+    const values = new Map([...params].map(([k, { value }]) => [k, value]))
     const defaults = this.opts.vaultDefaults
-    const flavour = this.flavour
-    if (defaults.address === undefined && addressName(params, flavour) === undefined) {
-      const name = parameter('address').names[flavour][0]!
+    const classParameters = resolveParameters(values, this.flavour)
+    const addressParameter = classParameters.nameOf('address')
+    const noAddress = defaults.address === undefined && classParameters.given('address') === undefined
+    if (noAddress) {
       this.add({
         line: fallbackLine,
         severity: 'warning',
         code: 'NO_VAULT_ADDRESS',
-        parameter: name,
-        message: `no parameter ${q(name)}: Mounts use the provider's ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}, and fail without one (lint --vault-addr=… checks against yours)`,
+        parameter: addressParameter,
+        message: `no parameter ${q(addressParameter)}: Mounts use the provider's ${classParameters.addressFlags}, and fail without one (lint --vault-addr=… checks against yours)`,
       })
-      attrs[name] = PLACEHOLDER_ADDRESS
-      blamed.add(name)
     }
-    const addressNames = parameter('address').names[flavour]
-    for (let round = 0; round <= knownParameterNames(flavour).length; round++) {
-      let spec: MountSpec
-      try {
-        spec = parseMountRequest(rawRequest(attrs, this.spcName ?? ''), defaults, undefined, flavour)
-      } catch (err) {
-        if (!isProviderError(err)) throw err
-        const all = namedParameters(err.message, flavour)
-        const named = all.filter((p) => !blamed.has(p))
-        // Nothing left to blame: the flags lint was given are at fault, or an error already reported.
-        if (named.length === 0) {
-          if (all.length === 0)
-            this.add({ line: fallbackLine, severity: 'error', code: err.code, message: err.message })
-          return undefined
-        }
-        const first = named[0]!
-        // A parameter the API server refuses was reported as such already.
-        if (!params.get(first)?.refused) {
-          this.add({
-            line: params.get(first)?.line ?? fallbackLine,
-            severity: 'error',
-            code: err.code,
-            parameter: first,
-            message: err.message,
-          })
-        }
-        for (const p of named) {
-          blamed.add(p)
-          const placeholder = PLACEHOLDERS[parameterNamed(p, flavour)!.key]
-          if (placeholder !== undefined) attrs[p] = placeholder
-          else delete attrs[p]
-        }
-        continue
-      }
-      // The allowlist check needs the address the Mount would really use.
-      return addressNames.some((name) => blamed.has(name)) ? undefined : spec
+    const request = rawRequest(Object.fromEntries(values), this.spcName ?? '')
+    const { issues, address } = collectMountRequest(request, defaults, OBJECTS_LINTED_APART, this.flavour)
+    for (const issue of issues) {
+      const name = issue.fields.parameter
+      // Warned about above; and a parameter the API server refuses was reported as such already.
+      if (noAddress && name === addressParameter) continue
+      if (name !== undefined && params.get(name)?.refused) continue
+      this.add({
+        line: (name === undefined ? undefined : params.get(name)?.line) ?? fallbackLine,
+        severity: 'error',
+        code: issue.code,
+        ...(name === undefined ? {} : { parameter: name }),
+        message: issue.message,
+      })
     }
-    return undefined
+    if (address !== undefined)
+      this.allowlist(address, addressParameter, params.get(addressParameter)?.line ?? fallbackLine)
   }
 
   /** The Mount's refusal of an address outside -vault-addr-allowlist, before any token is sent. */
-  allowlist(spec: MountSpec, parameter: string, line: number): void {
+  private allowlist(address: string, parameter: string, line: number): void {
     if (!this.opts.allowlist) return
     try {
-      this.opts.allowlist.check(spec.vault.address)
+      this.opts.allowlist.check(address)
     } catch (err) {
       if (!isProviderError(err)) throw err
       this.add({ line, severity: 'error', code: err.code, parameter, message: err.message })
@@ -321,14 +281,12 @@ class SpcLinter {
   objects(text: string, node: Node | undefined, keyLine: number): ObjectFiles[] | undefined {
     const result = lintObjects(text)
     for (const p of result.problems) {
-      const line = blockLine(this.src, node, p.line) ?? keyLine
-      const object = /^object ("(?:[^"\\]|\\.)*")/.exec(p.message)?.[1]
       this.add({
-        line,
+        line: blockLine(this.src, node, p.line) ?? keyLine,
         severity: 'error',
         code: p.code,
         parameter: 'objects',
-        object: object === undefined ? undefined : (JSON.parse(object) as string),
+        object: p.object,
         message: p.message,
       })
     }
@@ -344,13 +302,11 @@ class SpcLinter {
       checkVolume(predicted)
     } catch (err) {
       if (!isProviderError(err)) throw err
-      // "object "x" writes …" names the object; "file "f" would be written by more than one object"
-      // names a file: the later of its writers is the one to blame.
-      const quoted = /^object ("(?:[^"\\]|\\.)*")/.exec(err.message)?.[1]
-      const file = /^file ("(?:[^"\\]|\\.)*")/.exec(err.message)?.[1]
-      const writers = file === undefined ? [] : files.filter((f) => f.files.includes(JSON.parse(file) as string))
-      const object = quoted !== undefined ? (JSON.parse(quoted) as string) : writers.at(-1)?.name
-      const index = result.objects.findIndex((o) => o.objectName === object)
+      // The error names the object, or a file: the later of its writers is the one to blame.
+      const file = err.fields.file
+      const writers = file === undefined ? [] : files.filter((f) => f.files.includes(file))
+      const index = err.fields.object?.index ?? result.objects.findIndex((o) => o.objectName === writers.at(-1)?.name)
+      const object = result.objects[index]?.objectName
       this.add({
         line: blockLine(this.src, node, index === -1 ? undefined : result.lines[index]) ?? keyLine,
         severity: 'error',
@@ -530,11 +486,7 @@ function lintSpcDocument(doc: Document, src: Source, opts: LintOptions, result: 
   }
   const params: Params = isMap(paramsNode) ? linter.strings(paramsNode) : new Map()
   linter.unknownParameters(params)
-  const parsed = linter.mountParse(params, paramsLine)
-  if (parsed) {
-    const address = addressName(params, flavour) ?? parameter('address').names[flavour][0]!
-    linter.allowlist(parsed, address, params.get(address)?.line ?? paramsLine)
-  }
+  linter.mountParse(params, paramsLine)
   const objects = params.get('objects')
   const files =
     objects !== undefined && objects.value.trim() !== ''
@@ -603,8 +555,9 @@ export function lintYaml(text: string, file: string, opts: LintTextOptions, into
       }
       continue
     }
+    const secretSync = opts.secretSyncs?.collect(value, doc, file, (node) => lineOf(src, node)) === true
     if (isSpc(value)) lintSpcDocument(doc, src, opts, result)
-    else if (!(opts.fragments === true && lintFragment(doc, src, opts, result))) result.skipped += 1
+    else if (!secretSync && !(opts.fragments === true && lintFragment(doc, src, opts, result))) result.skipped += 1
   }
   return result
 }

@@ -76,7 +76,7 @@ export const MAX_VAULT_ANSWER_DEPTH = 64
 function checkCaller(deadline: Deadline, what: string): void {
   if (deadline.cancelled) {
     throw new ProviderError(
-      'DEADLINE_EXCEEDED',
+      'CANCELLED',
       `the driver cancelled the Mount before ${what}; nothing more was asked of Vault`,
     )
   }

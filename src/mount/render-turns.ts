@@ -99,7 +99,7 @@ export function renderPace(
     check(what) {
       if (deadline.cancelled) {
         throw new ProviderError(
-          'DEADLINE_EXCEEDED',
+          'CANCELLED',
           `the driver cancelled the Mount before ${what} was rendered; nothing more was rendered`,
         )
       }

@@ -12,19 +12,27 @@ import type { ObjectsCache } from '../request/objects-cache.js'
 import { ATTR, MAX_ATTRIBUTES_BYTES, parseMountRequest, type RawMountRequest } from '../request/parse-request.js'
 import type { MountSpec } from '../request/types.js'
 import type { Deadline } from '../util/deadline.js'
-import { BudgetRefusals, type MountBudget, type NodeBudget } from './budget.js'
+import type { MountBudget, NodeBudget } from './budget.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
+import type { RememberedRefusals } from './refusals.js'
+import type { RenderTurns } from './render-turns.js'
+import { checkResponseSize } from './response-size.js'
 
+/** Every collaborator is required: the composition root (src/app.ts) builds each one, tests pass their own. */
 export interface MountServiceOptions extends MountDeps {
   vaultDefaults: VaultDefaults
-  /** Metrics: outcome, duration and in-flight count of every Mount. */
+  /** Metrics: outcome, duration and in-flight count of every Mount (none in the CLI's in-process mount). */
   mountObserver?: MountObserver
-  /** Parses `objects` texts (bounded by -max-objects-size) and keeps the results; without it every Mount parses. */
-  objectsCache?: ObjectsCache
-  /** -max-mount-bytes and -max-node-mount-bytes; without it Mounts are bounded only per object. */
-  budget?: NodeBudget
-  /** The clock refusals are remembered by (BudgetRefusals); Date.now unless a test injects one. */
-  clock?: () => number
+  /** Parses `objects` texts (bounded by -max-objects-size) and keeps the results. */
+  objectsCache: ObjectsCache
+  /** -max-mount-bytes and -max-node-mount-bytes. */
+  budget: NodeBudget
+  /** The node's render turns, shared in turns between namespaces. */
+  renderTurns: RenderTurns
+  /** Mounts refused for their own budget or an oversized Vault answer, refused again at once for a while. */
+  refusals: RememberedRefusals
+  /** -max-response-size: the largest answer the driver accepts (its --max-call-recv-msg-size). */
+  maxResponseBytes: number
 }
 
 /** The Mount's log line; the success fields are filled in after the Mount (undefined ones are not logged). */
@@ -51,11 +59,9 @@ const MAX_LOGGED_SKIPPED = 20
 export class MountService {
   private readonly opts: MountServiceOptions
   private inFlight = 0
-  private readonly refusals: BudgetRefusals
 
   constructor(opts: MountServiceOptions) {
     this.opts = opts
-    this.refusals = new BudgetRefusals(opts.clock)
   }
 
   get mountsInFlight(): number {
@@ -74,31 +80,33 @@ export class MountService {
     this.inFlight += 1
     this.opts.mountObserver?.mountStarted()
     let spec: MountSpec | undefined
-    const cache = this.opts.objectsCache
+    const { objectsCache, refusals } = this.opts
     let budget: MountBudget | undefined
     try {
       spec = parseMountRequest(
         raw,
         this.opts.vaultDefaults,
-        cache ? (text, tenant) => cache.parse(text, tenant) : undefined,
+        (text, tenant) => objectsCache.parse(text, tenant),
         flavour,
         // The Sync Controller names its own pod in every Mount: who asks is the SecretSync's service account.
         this.opts.mode === 'sync-controller' ? 'serviceaccount' : 'pod',
       )
-      budget = this.opts.budget?.open(spec.pod.namespace)
       const parsed = spec
-      let refusalKey: string | undefined
-      const keyOfRefusal = (): string => (refusalKey ??= refusalKeyOf(parsed))
-      const refused = this.refusals.recall(spec.objects, keyOfRefusal)
+      const refused = refusals.recall(parsed)
       if (refused) throw refused
-      const result = await runMount(spec, this.opts, deadline, budget).catch((err: unknown) => {
+      const own = this.opts.budget.open(parsed.pod.namespace)
+      budget = own
+      const result = await runMount(parsed, this.opts, deadline, own).catch((err: unknown) => {
         // Refusals that would only repeat: this pod's own budget, or a Vault answer over
         // -max-vault-response-size (reading it again costs the node as much, for the same answer).
-        if (isProviderError(err) && (budget?.overOwnLimit || err.code === 'VAULT_RESPONSE_TOO_LARGE')) {
-          this.refusals.remember(parsed.objects, keyOfRefusal(), err)
+        if (isProviderError(err) && (own.overOwnLimit || err.code === 'VAULT_RESPONSE_TOO_LARGE')) {
+          refusals.remember(parsed, err)
         }
         throw err
       })
+      // Sized before the adapter builds it: a refused answer is never assembled, and counts as a failure.
+      const tooLarge = checkResponseSize(result.objects, this.opts.maxResponseBytes)
+      if (tooLarge) throw tooLarge
       const line = this.summary(spec, started)
       line.outcome = 'success'
       line.files = result.objects.reduce((n, o) => n + o.files.length, 0)
@@ -154,20 +162,6 @@ export class MountService {
       skippedOptional: undefined,
     }
   }
-}
-
-/** Who mounts what, where: a remembered refusal answers only the same pod asking the same Vault the same way. */
-function refusalKeyOf(spec: MountSpec): string {
-  return JSON.stringify([
-    spec.pod.uid,
-    spec.pod.namespace,
-    spec.pod.serviceAccount,
-    spec.vault.address,
-    spec.vault.namespace ?? '',
-    spec.authMount,
-    spec.roleName,
-    spec.audience,
-  ])
 }
 
 /** A pod-controlled attribute for the log line: a string, bounded (logString), or nothing. */

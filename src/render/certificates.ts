@@ -23,10 +23,21 @@
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto'
 import { ProviderError } from '../errors.js'
-import { MAX_SIGNATURE_CHECKS_PER_OBJECT, RENDER_WORK, signatureCost, type RenderWork } from './work.js'
+import {
+  MAX_SIGNATURE_CHECKS_PER_OBJECT,
+  RENDER_WORK,
+  RENDER_WORK_PER_TURN,
+  signatureCost,
+  type RenderWork,
+} from './work.js'
 
 export const TLS_FILES = ['tls.crt', 'tls.key', 'ca.crt', 'tls-combined.pem'] as const
-const MAX_BLOCKS = 100
+/**
+ * PEM blocks one object's material may hold: parsing them is one render turn's worth of work at
+ * most (an object is rendered without a turn in between), and a real bundle holds a key, its
+ * certificate and a few issuers. 100 blocks once kept the event loop busy three turns long.
+ */
+export const MAX_PEM_BLOCKS = RENDER_WORK_PER_TURN / RENDER_WORK.certificate
 
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g
 const KEY_TYPES: Record<string, 'pkcs8' | 'pkcs1' | 'sec1'> = {
@@ -59,7 +70,7 @@ function readBlocks(texts: readonly string[], fail: (m: string) => never): PemBl
       const b64 = body.replace(/\s+/g, '')
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) fail(`a ${label} block is not valid base64`)
       blocks.push({ label, der: Buffer.from(b64, 'base64') })
-      if (blocks.length > MAX_BLOCKS) fail(`the material holds more than ${MAX_BLOCKS} PEM blocks`)
+      if (blocks.length > MAX_PEM_BLOCKS) fail(`the material holds more than ${MAX_PEM_BLOCKS} PEM blocks`)
     }
   }
   return blocks

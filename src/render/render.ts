@@ -175,6 +175,7 @@ export function renderObject(
           throw new ProviderError(
             'BAD_FILE_PATH',
             `${label}: format "files": key ${q(key, 60)} cannot be a file name (the path ${q(path, 80)} ${problem})`,
+            { file: path },
           )
         }
         return { path, mode, contents: valueBytes(value[key], obj.encoding, label, `key ${q(key, 60)}`) }
@@ -343,13 +344,21 @@ export function versionObject(obj: SecretObject, files: RenderedFile[], hmacKey:
   return { id: obj.objectName, version: versionOf(hmacKey, obj.configJson, files), files }
 }
 
-/** The last gate before the response: the driver's path rules over the whole volume. */
+/**
+ * The last gate before the response: the driver's path rules over the whole volume. An error names
+ * the object (`object`: its place in `objects`) or the file (`file`) at fault.
+ */
 export function checkVolume(objects: readonly RenderedObject[]): void {
   const owner = new Map<string, string>()
-  for (const o of objects) {
+  for (const [index, o] of objects.entries()) {
     for (const f of o.files) {
       const problem = filePathProblem(f.path)
-      if (problem) throw new ProviderError('BAD_FILE_PATH', `object ${q(o.id)}: file path ${q(f.path)} ${problem}`)
+      if (problem) {
+        throw new ProviderError('BAD_FILE_PATH', `file path ${q(f.path)} ${problem}`, {
+          object: { index, name: o.id },
+          file: f.path,
+        })
+      }
       owner.set(f.path, o.id)
     }
   }
@@ -358,13 +367,15 @@ export function checkVolume(objects: readonly RenderedObject[]): void {
     { maxNested: 1 },
   )
   if (duplicates.length > 0) {
-    throw new ProviderError('BAD_FILE_PATH', `file ${q(duplicates[0]!)} would be written by more than one object`)
+    const file = duplicates[0]!
+    throw new ProviderError('BAD_FILE_PATH', `file ${q(file)} would be written by more than one object`, { file })
   }
   if (nested.length > 0) {
     const [dir, file] = nested[0]!
     throw new ProviderError(
       'BAD_FILE_PATH',
       `object ${q(owner.get(file) ?? file)} writes ${q(file)} inside ${q(dir)}, which object ${q(owner.get(dir) ?? dir)} writes as a file`,
+      { file },
     )
   }
 }

@@ -11,8 +11,11 @@ import { ProviderError } from '../errors.js'
 export const RENDER_WORK = {
   /** Any object: selecting, decoding and writing its value. */
   object: 1,
-  /** Each certificate (or key) of a `tls` or `pkcs12` object's material, parsed and compared with the key. */
-  certificate: 1,
+  /**
+   * Each certificate (or key) of a `tls` or `pkcs12` object's material, parsed, its key read and
+   * compared with the private key: 6–12 signature checks' worth when measured (bench/NOTES.md).
+   */
+  certificate: 8,
   /** A PKCS#12 keystore: PBKDF2 for its key and the PKCS#12 derivation of its MAC key, 2048 iterations each. */
   keystore: 256,
 } as const

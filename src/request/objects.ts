@@ -1,11 +1,13 @@
 /**
  * Parses the `objects` parameter: a YAML list of secret objects, written for
- * HashiCorp's vault-csi-provider. Pure: a string in, typed objects or a
- * ProviderError naming the object and field out.
+ * HashiCorp's vault-csi-provider. Pure: a string in, typed objects and every
+ * problem found out (collectObjects), each a ProviderError whose fields name
+ * the object (index and objectName) or the file; parseObjects throws the first.
  */
 import { isMap, isScalar, isSeq, parseDocument, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_MAX_OBJECTS_BYTES } from '../config/config.js'
-import { ProviderError, q } from '../errors.js'
+import { ProviderError, q, type ErrorFields } from '../errors.js'
+import { Issues } from './issues.js'
 import { KeyPathSyntaxError, parseKeyPath } from './key-path.js'
 import { TemplateSyntaxError, checkTemplate } from './template-syntax.js'
 import { filePathProblem, pathConflicts } from './file-paths.js'
@@ -41,9 +43,19 @@ export const DIRECTORY_FORMATS: ReadonlySet<OutputFormat> = new Set<OutputFormat
 /** Accepted for compatibility and ignored, as the reference provider does. */
 const LEGACY_FIELDS = new Set(OBJECT_FIELDS.filter((f) => f.legacy).map((f) => f.name))
 
-function objectError(index: number, name: string | undefined, message: string): ProviderError {
-  const which = name === undefined ? `objects[${index}]` : `object ${q(name)}`
-  return new ProviderError('BAD_OBJECT', `${which}: ${message}`)
+/** The fields of every problem of the `objects` parameter. */
+const OBJECTS_PARAMETER: ErrorFields = { parameter: 'objects' }
+
+function objectError(index: number, name: string | undefined, detail: string): ProviderError {
+  return new ProviderError('BAD_OBJECT', detail, {
+    ...OBJECTS_PARAMETER,
+    object: name === undefined ? { index } : { index, name },
+  })
+}
+
+/** A problem of the list as a whole. */
+function listError(detail: string): ProviderError {
+  return new ProviderError('BAD_PARAMETER', detail, OBJECTS_PARAMETER)
 }
 
 export interface ObjectsLimits {
@@ -61,30 +73,27 @@ export const DEFAULT_OBJECTS_LIMITS: ObjectsLimits = { maxBytes: DEFAULT_MAX_OBJ
 function loadYaml(text: string, limits: ObjectsLimits): unknown {
   // Characters first: no byte count is taken of a text that is too long anyway.
   if (text.length > limits.maxBytes || Buffer.byteLength(text) > limits.maxBytes) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `parameter "objects" is larger than ${limits.maxBytes} bytes (-max-objects-size)`,
-    )
+    throw listError(`parameter "objects" is larger than ${limits.maxBytes} bytes (-max-objects-size)`)
   }
   const problem = yamlTreeProblem(text)
-  if (problem) throw new ProviderError('BAD_PARAMETER', `parameter "objects" ${problem}`)
+  if (problem) throw listError(`parameter "objects" ${problem}`)
   const doc = parseDocument(text, { version: '1.1', uniqueKeys: true, prettyErrors: true })
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!
     const pos = first.linePos?.[0]
     const where = pos ? ` at line ${pos.line}, column ${pos.col}` : ''
     // The YAML library's message can quote the source; keep only its code.
-    throw new ProviderError('BAD_PARAMETER', `parameter "objects" is not valid YAML${where} (${first.code})`)
+    throw listError(`parameter "objects" is not valid YAML${where} (${first.code})`)
   }
   const contents = doc.contents
   if (contents !== null && !isSeq(contents) && !isMap(contents) && !isScalar(contents)) {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" must be a YAML list of objects')
+    throw listError('parameter "objects" must be a YAML list of objects')
   }
   let data: unknown
   try {
     data = doc.toJS({ maxAliasCount: MAX_YAML_ALIASES })
   } catch {
-    throw new ProviderError('BAD_PARAMETER', `parameter "objects" uses more than ${MAX_YAML_ALIASES} YAML aliases`)
+    throw listError(`parameter "objects" uses more than ${MAX_YAML_ALIASES} YAML aliases`)
   }
   if (isSeq(contents) && Array.isArray(data)) restoreSourceText(contents, data)
   return data
@@ -401,88 +410,169 @@ function parseTemplateField(index: number, name: string, value: unknown): string
   return value
 }
 
-/** `@objectName` references of templates: to existing objects, that are not templates themselves. */
-function checkTemplateReferences(objects: readonly SecretObject[]): void {
-  const byName = new Map(objects.map((o) => [o.objectName, o]))
-  for (const o of objects) {
-    if (o.template === undefined) continue
-    for (const ref of checkTemplate(o.template)) {
+/**
+ * An entry of the list as the checks across objects see it. `object` is absent when the entry was
+ * refused (its problem kept already); it keeps the name it gave, when that is a usable file path,
+ * so that the objects naming it are judged as if it were right.
+ */
+interface Entry {
+  index: number
+  name?: string
+  /** A directory format (files, tls): `name/x` objects may live in it. */
+  directory: boolean
+  object?: SecretObject
+}
+
+function refusedEntry(index: number, raw: unknown): Entry {
+  const fields = isPlainObject(raw) ? raw : {}
+  const name = scalarString(fields.objectName)
+  const format = scalarString(fields.format)?.toLowerCase()
+  const usable = name !== undefined && name !== '' && filePathProblem(name) === undefined
+  return {
+    index,
+    ...(usable ? { name } : {}),
+    directory: DIRECTORY_FORMATS.has(format as OutputFormat),
+  }
+}
+
+/** Two objects of one name, and a file object standing where another needs a directory. */
+function checkPaths(entries: readonly Entry[], issues: Issues): void {
+  const named = entries.filter((e) => e.name !== undefined)
+  // `a/b` beside a directory object `a` is fine unless a file collides (checked when rendering).
+  const directories = new Set(named.filter((e) => e.directory).map((e) => e.name))
+  const { duplicates, nested } = pathConflicts(
+    named.map((e) => e.name!),
+    { isDirectory: (dir) => directories.has(dir) },
+  )
+  if (duplicates.length > 0) {
+    const shown = duplicates.slice(0, 10).map((d) => q(d))
+    const more = duplicates.length > 10 ? ` and ${duplicates.length - 10} more` : ''
+    // `file`: the name two objects would write (the later of them is the one to blame).
+    issues.add(
+      new ProviderError('BAD_OBJECT', `objectName must be unique; duplicated: ${shown.join(', ')}${more}`, {
+        ...OBJECTS_PARAMETER,
+        file: duplicates[0]!,
+      }),
+    )
+  }
+  for (const [dir, file] of nested) {
+    issues.add(
+      new ProviderError(
+        'BAD_OBJECT',
+        `object ${q(file)} needs ${q(dir)} to be a directory, but object ${q(dir)} is a file`,
+        { ...OBJECTS_PARAMETER, file },
+      ),
+    )
+  }
+}
+
+/**
+ * `@objectName` references of templates: to objects of the list that are not templates themselves.
+ * A refused object counts as one that reads a secret.
+ */
+function checkTemplateReferences(entries: readonly Entry[], issues: Issues): void {
+  const byName = new Map(entries.filter((e) => e.name !== undefined).map((e) => [e.name!, e]))
+  for (const { index, object } of entries) {
+    if (object?.template === undefined) continue
+    const name = object.objectName
+    for (const ref of checkTemplate(object.template)) {
       const target = byName.get(ref)
       if (!target) {
-        const names = objects.filter((x) => x.template === undefined).map((x) => q(x.objectName, 60))
-        throw new ProviderError(
-          'BAD_OBJECT',
-          `object ${q(o.objectName)}: template references @${q(ref)}, which is not an objectName of this SecretProviderClass (objects it can reference: ${names.join(', ') || 'none'})`,
+        const names = entries.filter((e) => e.name !== undefined && e.object?.template === undefined)
+        const listed = [...new Set(names.map((e) => q(e.name!, 60)))].join(', ') || 'none'
+        issues.add(
+          objectError(
+            index,
+            name,
+            `template references @${q(ref)}, which is not an objectName of this SecretProviderClass (objects it can reference: ${listed})`,
+          ),
         )
+        break
       }
-      if (target.template !== undefined) {
-        throw new ProviderError(
-          'BAD_OBJECT',
-          `object ${q(o.objectName)}: template references @${q(ref)}, which is itself a template; templates can reference only objects that read a secret`,
+      if (target.object?.template !== undefined) {
+        issues.add(
+          objectError(
+            index,
+            name,
+            `template references @${q(ref)}, which is itself a template; templates can reference only objects that read a secret`,
+          ),
         )
+        break
       }
     }
   }
 }
 
-/** passwordObject names an object of the class that reads a secret (not a template). */
-function checkPasswordObjects(objects: readonly SecretObject[]): void {
-  const byName = new Map(objects.map((o) => [o.objectName, o]))
-  for (const o of objects) {
-    if (o.passwordObject === undefined) continue
-    const target = byName.get(o.passwordObject)
-    if (target === undefined || target.template !== undefined) {
-      throw new ProviderError(
-        'BAD_OBJECT',
-        `object ${q(o.objectName)}: passwordObject ${q(o.passwordObject)} is not an objectName of this SecretProviderClass that reads a secret`,
+/** passwordObject names an object of the class that reads a secret (not a template); a refused one counts as such. */
+function checkPasswordObjects(entries: readonly Entry[], issues: Issues): void {
+  const byName = new Map(entries.filter((e) => e.name !== undefined).map((e) => [e.name!, e]))
+  for (const { index, object } of entries) {
+    if (object?.passwordObject === undefined) continue
+    const target = byName.get(object.passwordObject)
+    if (target === undefined || target.object?.template !== undefined) {
+      issues.add(
+        objectError(
+          index,
+          object.objectName,
+          `passwordObject ${q(object.passwordObject)} is not an objectName of this SecretProviderClass that reads a secret`,
+        ),
       )
     }
   }
 }
 
-export function parseObjects(text: string, limits: ObjectsLimits = DEFAULT_OBJECTS_LIMITS): SecretObject[] {
+/** The list itself: what stops the parse before any object is read. */
+function parseList(text: string, limits: ObjectsLimits): unknown[] {
   const data = loadYaml(text, limits)
   if (data === null || data === undefined) {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is empty: list at least one object')
+    throw listError('parameter "objects" is empty: list at least one object')
   }
-  if (!Array.isArray(data)) {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" must be a YAML list of objects')
-  }
-  if (data.length === 0) {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is an empty list: list at least one object')
-  }
+  if (!Array.isArray(data)) throw listError('parameter "objects" must be a YAML list of objects')
+  if (data.length === 0) throw listError('parameter "objects" is an empty list: list at least one object')
   if (data.length > MAX_OBJECTS) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `parameter "objects" lists ${data.length} objects; at most ${MAX_OBJECTS} are allowed`,
-    )
+    throw listError(`parameter "objects" lists ${data.length} objects; at most ${MAX_OBJECTS} are allowed`)
   }
-  const objects = data.map((entry, i) => parseObject(i, entry))
-  // `a/b` beside a directory object `a` is fine unless a file collides (checked when rendering).
-  const directories = new Set(
-    objects.filter((o) => o.format && DIRECTORY_FORMATS.has(o.format)).map((o) => o.objectName),
-  )
-  const { duplicates, nested } = pathConflicts(
-    objects.map((o) => o.objectName),
-    { isDirectory: (dir) => directories.has(dir), maxNested: 1 },
-  )
-  if (duplicates.length > 0) {
-    throw new ProviderError(
-      'BAD_OBJECT',
-      `objectName must be unique; duplicated: ${duplicates
-        .slice(0, 10)
-        .map((d) => q(d))
-        .join(', ')}${duplicates.length > 10 ? ` and ${duplicates.length - 10} more` : ''}`,
-    )
+  return data
+}
+
+/** Every problem of an `objects` text, and the objects that passed. */
+export interface CollectedObjects {
+  /** The objects with no problem of their own, in the list's order. */
+  objects: SecretObject[]
+  /** In the order the checks run (each object's, then those across objects): a Mount fails with the first. */
+  issues: ProviderError[]
+  /** Each entry's objectName, refused ones included when theirs is a usable path (what `file` fields name). */
+  names: ReadonlyArray<string | undefined>
+}
+
+/**
+ * Every check of parseObjects, each problem kept (at most MAX_ISSUES): a problem of the list
+ * itself (size, YAML, not a list) stops at once; an object's first problem is kept and the next
+ * object read; then the checks across objects run over all of them.
+ */
+export function collectObjects(text: string, limits: ObjectsLimits = DEFAULT_OBJECTS_LIMITS): CollectedObjects {
+  const issues = new Issues()
+  const data = issues.attempt(() => parseList(text, limits))
+  if (data === undefined) return { objects: [], issues: issues.list(), names: [] }
+  const entries = data.map((raw, index): Entry => {
+    const object = issues.attempt(() => parseObject(index, raw))
+    if (object === undefined) return refusedEntry(index, raw)
+    const directory = object.format !== undefined && DIRECTORY_FORMATS.has(object.format)
+    return { index, name: object.objectName, directory, object }
+  })
+  checkPaths(entries, issues)
+  checkTemplateReferences(entries, issues)
+  checkPasswordObjects(entries, issues)
+  return {
+    objects: entries.flatMap((e) => (e.object === undefined ? [] : [e.object])),
+    issues: issues.list(),
+    names: entries.map((e) => e.name),
   }
-  if (nested.length > 0) {
-    const [dir, file] = nested[0]!
-    throw new ProviderError(
-      'BAD_OBJECT',
-      `object ${q(file)} needs ${q(dir)} to be a directory, but object ${q(dir)} is a file`,
-    )
-  }
-  checkTemplateReferences(objects)
-  checkPasswordObjects(objects)
+}
+
+/** The objects of an `objects` text; throws the first problem collectObjects finds. */
+export function parseObjects(text: string, limits: ObjectsLimits = DEFAULT_OBJECTS_LIMITS): SecretObject[] {
+  const { objects, issues } = collectObjects(text, limits)
+  if (issues.length > 0) throw issues[0]!
   return objects
 }

@@ -8,7 +8,10 @@
  * `provider: openbao`, which tries the prefixes `bao`, `openbao` and `vault` in that order
  * (`baoAddress` before `openbaoAddress` before `vaultAddress`; for the role, `roleName` last).
  */
-import type { ProviderFlavour } from '../config/flavour.js'
+import { envAsIn, flagAsIn } from '../config/flags.js'
+import { FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
+import { ProviderError, q } from '../errors.js'
+import type { Issues } from './issues.js'
 
 /** Names (role, audience, namespace, auth mount, TLS server name): Vault and Kubernetes names are far shorter. */
 export const MAX_NAME_PARAMETER_CHARS = 256
@@ -215,11 +218,6 @@ export function legacyParameterNames(flavour: ProviderFlavour = 'vault'): string
   return PARAMETERS.filter((p) => p.legacy).flatMap((p) => p.names[flavour])
 }
 
-/** The table's entry a name of the flavour belongs to; undefined for a name it does not read. */
-export function parameterNamed(name: string, flavour: ProviderFlavour = 'vault'): ParameterSpec | undefined {
-  return PARAMETERS.find((p) => p.names[flavour].includes(name))
-}
-
 /** A parameter as a SecretProviderClass gives it: the name it used and the value. */
 export interface GivenParameter {
   name: string
@@ -240,4 +238,87 @@ export function readParameter(
     if (value !== undefined && value !== '') return { name, value }
   }
   return undefined
+}
+
+/**
+ * A class's parameters, read once for its flavour where the request is read: the parser asks for
+ * a parameter by key and never sees a flavour. Built by resolveParameters.
+ */
+export class ClassParameters {
+  constructor(
+    private readonly givenByKey: ReadonlyMap<ParameterKey, GivenParameter>,
+    private readonly refusedKeys: ReadonlySet<ParameterKey>,
+    private readonly flavour: ProviderFlavour,
+  ) {}
+
+  /** The parameter as the class gives it; undefined when unset (or refused). */
+  given(key: ParameterKey): GivenParameter | undefined {
+    return this.givenByKey.get(key)
+  }
+
+  value(key: ParameterKey): string | undefined {
+    return this.givenByKey.get(key)?.value
+  }
+
+  /** The name messages and error fields give a parameter: the one the class used, else the flavour's first. */
+  nameOf(key: ParameterKey): string {
+    return this.givenByKey.get(key)?.name ?? parameter(key).names[this.flavour][0]!
+  }
+
+  /** Refused already (too long): it is not read, and nothing more is said of it. */
+  refused(key: ParameterKey): boolean {
+    return this.refusedKeys.has(key)
+  }
+
+  /** The server's name in messages (`Vault`, `OpenBao`). */
+  get product(): string {
+    return FLAVOURS[this.flavour].product
+  }
+
+  /** The audience of the pod token when the class sets none. */
+  get defaultAudience(): string {
+    return FLAVOURS[this.flavour].defaultAudience
+  }
+
+  /** Where the address comes from when the class sets none, as messages name it: `-vault-addr / VAULT_ADDR`. */
+  get addressFlags(): string {
+    return `${flagAsIn('vault-addr', this.flavour)} / ${envAsIn('vault-addr', this.flavour)}`
+  }
+
+  /** The flag of the auth mount path when the class sets none: `-vault-mount`. */
+  get authMountFlag(): string {
+    return flagAsIn('vault-mount', this.flavour)
+  }
+}
+
+/**
+ * The parameters of `attrs` under the flavour's names (readParameter for each key). With `issues`,
+ * every bounded value is first checked against its limit, under each of its names, before any is
+ * used or logged: one too long is kept as a problem and its parameter left unread.
+ */
+export function resolveParameters(
+  attrs: ReadonlyMap<string, string>,
+  flavour: ProviderFlavour,
+  issues?: Issues,
+): ClassParameters {
+  const given = new Map<ParameterKey, GivenParameter>()
+  const refused = new Set<ParameterKey>()
+  for (const spec of PARAMETERS) {
+    const max = spec.maxChars
+    if (issues !== undefined && max !== undefined) {
+      for (const name of spec.names[flavour]) {
+        const value = attrs.get(name)
+        if (value === undefined || value.length <= max) continue
+        issues.add(
+          new ProviderError('BAD_PARAMETER', `parameter ${q(name)} is longer than ${max} characters`, {
+            parameter: name,
+          }),
+        )
+        refused.add(spec.key)
+      }
+    }
+    const found = refused.has(spec.key) ? undefined : readParameter(attrs, spec.key, flavour)
+    if (found !== undefined) given.set(spec.key, found)
+  }
+  return new ClassParameters(given, refused, flavour)
 }

@@ -7,7 +7,6 @@
  * writes them last.
  */
 import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
-import { envAsIn, flagAsIn } from '../config/flags.js'
 import { DEFAULT_FLAVOUR, FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
 import {
   namespaceProblem,
@@ -17,7 +16,8 @@ import {
 } from '../config/vault-address.js'
 import { ProviderError, q } from '../errors.js'
 import { parseObjects } from './objects.js'
-import { MAX_NAME_PARAMETER_CHARS, PARAMETERS, parameter, readParameter, type ParameterKey } from './parameters.js'
+import { Issues } from './issues.js'
+import { MAX_NAME_PARAMETER_CHARS, resolveParameters, type ClassParameters, type ParameterKey } from './parameters.js'
 import type { MountSpec, PodIdentity, PodToken, SecretObject, VaultConnection } from './types.js'
 
 export { MAX_ADDRESS_PARAMETER_CHARS, MAX_NAME_PARAMETER_CHARS, MAX_PATH_PARAMETER_CHARS } from './parameters.js'
@@ -46,27 +46,21 @@ const IDENTITY_ATTRIBUTES = [
   ATTR.secretProviderClass,
 ]
 
-/** Every bounded attribute within its limit, before any of them is used or logged. */
-function checkLengths(attrs: Map<string, string>, flavour: ProviderFlavour): void {
-  for (const spec of PARAMETERS) {
-    const max = spec.maxChars
-    if (max === undefined) continue
-    for (const name of spec.names[flavour]) {
-      const value = attrs.get(name)
-      if (value !== undefined && value.length > max) {
-        throw new ProviderError('BAD_PARAMETER', `parameter ${q(name)} is longer than ${max} characters`)
-      }
-    }
-  }
+/** The driver's and kubelet's attributes within Kubernetes' limits, before any of them is used or logged. */
+function checkIdentityLengths(attrs: ReadonlyMap<string, string>, issues: Issues): void {
   for (const key of IDENTITY_ATTRIBUTES) {
     const value = attrs.get(key)
     if (value !== undefined && value.length > MAX_NAME_PARAMETER_CHARS) {
-      throw new ProviderError(
-        'BAD_REQUEST',
-        `attribute ${q(key)} is longer than ${MAX_NAME_PARAMETER_CHARS} characters`,
+      issues.add(
+        new ProviderError('BAD_REQUEST', `attribute ${q(key)} is longer than ${MAX_NAME_PARAMETER_CHARS} characters`),
       )
     }
   }
+}
+
+/** A refused parameter: `name` is the one the class used, when the problem is one of its parameters. */
+function badParameter(detail: string, name: string | undefined): ProviderError {
+  return new ProviderError('BAD_PARAMETER', detail, name === undefined ? {} : { parameter: name })
 }
 
 /** What a bare MountRequest carries, independent of gRPC. */
@@ -91,6 +85,13 @@ function parseJsonObject(text: string, what: string): Record<string, unknown> {
     throw new ProviderError('BAD_REQUEST', `${what} must be a JSON object`)
   }
   return data as Record<string, unknown>
+}
+
+function parseAttributes(text: string): Map<string, string> {
+  if (Buffer.byteLength(text) > MAX_ATTRIBUTES_BYTES) {
+    throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
+  }
+  return parseStringMap(text, 'attributes')
 }
 
 function parseStringMap(text: string, what: string): Map<string, string> {
@@ -190,53 +191,75 @@ function parsePod(attrs: Map<string, string>, identity: RequestIdentity): PodIde
 }
 
 /** Accepts http(s):// and unix:// (a Vault Agent socket); returns it without a trailing slash. */
-export function parseVaultAddress(raw: string, what: string): string {
-  return normaliseVaultAddress(raw, what, (message) => new ProviderError('BAD_PARAMETER', message))
+export function parseVaultAddress(raw: string, what: string, parameter?: string): string {
+  return normaliseVaultAddress(raw, what, (message) => badParameter(message, parameter))
 }
 
-function parseAuthMount(attrs: ReadonlyMap<string, string>, fallback: string, flavour: ProviderFlavour): string {
-  const a = readParameter(attrs, 'authMountPath', flavour)
-  const b = readParameter(attrs, 'kubernetesMountPath', flavour)
-  if (a !== undefined && b !== undefined) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `set only one of parameters ${q(a.name)} and ${q(b.name)} (they are aliases)`,
+// Each check below throws its problem; parseMountRequest and parseVaultSettings run them in turn.
+
+/** Every flavour accepts the plain name `roleName`: the one the message suggests. */
+function parseRoleName(params: ClassParameters): string | undefined {
+  const roleName = params.value('roleName')
+  if (roleName === undefined && !params.refused('roleName')) {
+    throw badParameter(
+      `parameter "roleName" is required: the ${params.product} role the pod logs in with`,
+      params.nameOf('roleName'),
     )
+  }
+  return roleName
+}
+
+function parseAuthMount(params: ClassParameters, fallback: string): string {
+  const a = params.given('authMountPath')
+  const b = params.given('kubernetesMountPath')
+  if (a !== undefined && b !== undefined) {
+    throw badParameter(`set only one of parameters ${q(a.name)} and ${q(b.name)} (they are aliases)`, a.name)
   }
   const given = a ?? b
   const raw = given?.value ?? fallback
-  const which = given?.name ?? flagAsIn('vault-mount', flavour)
   const mount = normaliseAuthMount(raw)
   if (mount === undefined) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `${which} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
+    throw badParameter(
+      `${given?.name ?? params.authMountFlag} ${q(raw)} is not a valid auth mount path (e.g. "kubernetes" or "jwt")`,
+      given?.name,
     )
   }
   return mount
 }
 
-/** The name an error gives a parameter: the one the class used, else the flavour's first name. */
-function shownName(attrs: ReadonlyMap<string, string>, key: ParameterKey, flavour: ProviderFlavour): string {
-  return readParameter(attrs, key, flavour)?.name ?? parameter(key).names[flavour][0]!
+function parseSkipVerify(params: ClassParameters, fallback: boolean): boolean {
+  const skip = params.given('skipTlsVerify')
+  if (skip === undefined) return fallback
+  try {
+    return parseBool(skip.value, `parameter ${q(skip.name)}`)
+  } catch (err) {
+    throw badParameter((err as Error).message, skip.name)
+  }
 }
 
-function parseTls(
-  attrs: ReadonlyMap<string, string>,
-  defaults: VaultTlsConfig,
-  flavour: ProviderFlavour,
-): VaultTlsConfig {
-  const pick = (key: ParameterKey, fallback: string | undefined): string | undefined =>
-    readParameter(attrs, key, flavour)?.value ?? fallback
-  let skipVerify = defaults.skipVerify
-  const skip = readParameter(attrs, 'skipTlsVerify', flavour)
-  if (skip !== undefined) {
-    try {
-      skipVerify = parseBool(skip.value, `parameter ${q(skip.name)}`)
-    } catch (err) {
-      throw new ProviderError('BAD_PARAMETER', (err as Error).message)
-    }
+function checkServerName(params: ClassParameters): void {
+  const serverName = params.given('tlsServerName')
+  const problem = serverName && serverNameProblem(serverName.value)
+  if (serverName && problem) {
+    throw badParameter(`parameter ${q(serverName.name)} ${q(serverName.value, 40)} ${problem}`, serverName.name)
   }
+}
+
+function checkClientPair(params: ClassParameters, tls: VaultTlsConfig): void {
+  if ((tls.clientCertPath === undefined) === (tls.clientKeyPath === undefined)) return
+  // One of the two refused for its length: said already.
+  if (params.refused('tlsClientCertPath') || params.refused('tlsClientKeyPath')) return
+  const cert = params.nameOf('tlsClientCertPath')
+  const key = params.nameOf('tlsClientKeyPath')
+  throw badParameter(
+    `parameters ${q(cert)} and ${q(key)} go together: set both or neither`,
+    params.given('tlsClientCertPath')?.name ?? params.given('tlsClientKeyPath')?.name,
+  )
+}
+
+function parseTls(params: ClassParameters, defaults: VaultTlsConfig, issues: Issues): VaultTlsConfig {
+  const pick = (key: ParameterKey, fallback: string | undefined): string | undefined => params.value(key) ?? fallback
+  const skipVerify = issues.attempt(() => parseSkipVerify(params, defaults.skipVerify)) ?? defaults.skipVerify
   const tls: VaultTlsConfig = {
     caCertPath: pick('caCertPath', defaults.caCertPath),
     caDirectory: pick('caDirectory', defaults.caDirectory),
@@ -245,71 +268,58 @@ function parseTls(
     clientKeyPath: pick('tlsClientKeyPath', defaults.clientKeyPath),
     skipVerify,
   }
-  const serverName = readParameter(attrs, 'tlsServerName', flavour)
-  const serverNameIssue = serverName && serverNameProblem(serverName.value)
-  if (serverName && serverNameIssue) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `parameter ${q(serverName.name)} ${q(serverName.value, 40)} ${serverNameIssue}`,
-    )
-  }
-  if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) {
-    const cert = shownName(attrs, 'tlsClientCertPath', flavour)
-    const key = shownName(attrs, 'tlsClientKeyPath', flavour)
-    throw new ProviderError('BAD_PARAMETER', `parameters ${q(cert)} and ${q(key)} go together: set both or neither`)
-  }
+  issues.attempt(() => checkServerName(params))
+  issues.attempt(() => checkClientPair(params, tls))
   return tls
 }
 
-/** The Mount's server address: the address parameter, else -vault-addr / VAULT_ADDR (or their OpenBao names). */
-function parseAddress(attrs: ReadonlyMap<string, string>, defaults: VaultDefaults, flavour: ProviderFlavour): string {
-  const given = readParameter(attrs, 'address', flavour)
+/**
+ * The Mount's server address: the address parameter, else -vault-addr / VAULT_ADDR (or their
+ * OpenBao names); undefined when the parameter was refused for its length.
+ */
+function parseAddress(params: ClassParameters, defaults: VaultDefaults): string | undefined {
+  if (params.refused('address')) return undefined
+  const given = params.given('address')
   const addressRaw = given?.value ?? defaults.address
-  const product = FLAVOURS[flavour].product
   if (addressRaw === undefined) {
-    const name = parameter('address').names[flavour][0]!
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `no ${product} address: set parameter ${q(name)} or the provider flag ${flagAsIn('vault-addr', flavour)} / ${envAsIn('vault-addr', flavour)}`,
+    const name = params.nameOf('address')
+    throw badParameter(
+      `no ${params.product} address: set parameter ${q(name)} or the provider flag ${params.addressFlags}`,
+      name,
     )
   }
-  return parseVaultAddress(addressRaw, given ? `parameter ${q(given.name)}` : `${product} address`)
+  return given
+    ? parseVaultAddress(addressRaw, `parameter ${q(given.name)}`, given.name)
+    : parseVaultAddress(addressRaw, `${params.product} address`)
 }
 
 function parseNamespace(
-  attrs: ReadonlyMap<string, string>,
+  params: ClassParameters,
   fallback: string | undefined,
-  flavour: ProviderFlavour,
-  key: 'namespace' | 'authNamespace' = 'namespace',
+  key: 'namespace' | 'authNamespace',
 ): string | undefined {
-  const given = readParameter(attrs, key, flavour)
+  const given = params.given(key)
   if (given === undefined) return fallback
   const problem = namespaceProblem(given.value)
   if (problem !== undefined) {
-    throw new ProviderError('BAD_PARAMETER', `parameter ${q(given.name)} ${q(given.value, 40)} ${problem}`)
+    throw badParameter(`parameter ${q(given.name)} ${q(given.value, 40)} ${problem}`, given.name)
   }
   return given.value
 }
 
-function parseAudience(attrs: ReadonlyMap<string, string>, flavour: ProviderFlavour): string {
-  return readParameter(attrs, 'audience', flavour)?.value ?? FLAVOURS[flavour].defaultAudience
-}
-
-/** The Mount's connection: its address, the namespaces of its reads and of its login, and its TLS settings. */
+/** The Mount's connection but its address: the namespaces of its reads and of its login, and its TLS settings. */
 function parseConnection(
-  attrs: ReadonlyMap<string, string>,
-  address: string,
+  params: ClassParameters,
   defaults: VaultDefaults,
-  flavour: ProviderFlavour,
-): VaultConnection {
-  const namespace = parseNamespace(attrs, defaults.namespace, flavour)
-  const authNamespace = parseNamespace(attrs, defaults.authNamespace, flavour, 'authNamespace')
+  issues: Issues,
+): Omit<VaultConnection, 'address'> {
+  const namespace = issues.attempt(() => parseNamespace(params, defaults.namespace, 'namespace'))
+  const authNamespace = issues.attempt(() => parseNamespace(params, defaults.authNamespace, 'authNamespace'))
   return {
-    address,
     namespace,
     // Only when it differs: a login in the reads' namespace is the connection as it always was.
     ...(authNamespace === undefined || authNamespace === (namespace ?? '') ? {} : { authNamespace }),
-    tls: parseTls(attrs, defaults.tls, flavour),
+    tls: parseTls(params, defaults.tls, issues),
   }
 }
 
@@ -334,70 +344,109 @@ export function parseVaultSettings(
   defaults: VaultDefaults,
   flavour: ProviderFlavour = DEFAULT_FLAVOUR,
 ): VaultSettings {
-  const attrs: ReadonlyMap<string, string> = new Map(Object.entries(parameters))
-  const address = parseAddress(attrs, defaults, flavour)
+  const params = resolveParameters(new Map(Object.entries(parameters)), flavour)
+  const issues = new Issues()
+  const address = issues.attempt(() => parseAddress(params, defaults))
+  const connection = parseConnection(params, defaults, issues)
+  const authMount = issues.attempt(() => parseAuthMount(params, defaults.authMount))
+  issues.throwFirst()
   return {
-    vault: parseConnection(attrs, address, defaults, flavour),
-    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
-    audience: parseAudience(attrs, flavour),
-    roleName: readParameter(attrs, 'roleName', flavour)?.value,
+    vault: { address: address!, ...connection },
+    authMount: authMount!,
+    audience: params.value('audience') ?? params.defaultAudience,
+    roleName: params.value('roleName'),
   }
 }
 
 /** Turns the `objects` text into objects: parseObjects, or a cache in front of it (request/objects-cache.ts). */
 export type ObjectsParser = (text: string, tenant: string) => SecretObject[]
 
+function parseObjectsParameter(
+  params: ClassParameters,
+  parseObjectsText: ObjectsParser,
+  tenant: string,
+): SecretObject[] {
+  const text = params.value('objects')
+  if (text === undefined || text.trim() === '') {
+    throw badParameter('parameter "objects" is missing: list the secrets to mount', params.nameOf('objects'))
+  }
+  return parseObjectsText(text, tenant)
+}
+
+/** Every problem of a MountRequest, and its MountSpec when there is none. */
+export interface CollectedMountRequest {
+  spec?: MountSpec
+  /** The server address the Mount would use, when it is valid (lint checks it against the allowlist). */
+  address?: string
+  /** In the order the checks run: a Mount fails with the first. */
+  issues: ProviderError[]
+}
+
 /**
- * `parseObjectsText` is injected by the composition root (a byte-bounded cache
- * owned by the MountService); without it every call parses with the default
- * -max-objects-size. `flavour`: whose parameter names and defaults apply, that
- * is which reference provider the socket the driver called stands for. `identity`: see RequestIdentity.
+ * Every check of a Mount on `raw`, each problem kept (at most MAX_ISSUES): only a request whose
+ * attributes cannot be read at all stops at once. The arguments are parseMountRequest's.
  */
-export function parseMountRequest(
+export function collectMountRequest(
   raw: RawMountRequest,
   defaults: VaultDefaults,
   parseObjectsText: ObjectsParser = (text) => parseObjects(text),
   flavour: ProviderFlavour = DEFAULT_FLAVOUR,
   identity: RequestIdentity = 'pod',
-): MountSpec {
-  if (Buffer.byteLength(raw.attributes) > MAX_ATTRIBUTES_BYTES) {
-    throw new ProviderError('BAD_REQUEST', `attributes are larger than ${MAX_ATTRIBUTES_BYTES} bytes`)
-  }
-  const attrs = parseStringMap(raw.attributes, 'attributes')
-  const secrets = parseSecrets(raw.secrets)
-  const defaultMode = parsePermission(raw.permission)
-  checkLengths(attrs, flavour)
+): CollectedMountRequest {
+  const issues = new Issues()
+  const attrs = issues.attempt(() => parseAttributes(raw.attributes))
+  if (attrs === undefined) return { issues: issues.list() }
+  const secrets = issues.attempt(() => parseSecrets(raw.secrets))
+  const defaultMode = issues.attempt(() => parsePermission(raw.permission))
+  const params = resolveParameters(attrs, flavour, issues)
+  checkIdentityLengths(attrs, issues)
 
-  // Every flavour accepts the plain name `roleName`: the one the message suggests.
-  const roleName = readParameter(attrs, 'roleName', flavour)?.value
-  if (roleName === undefined) {
-    throw new ProviderError(
-      'BAD_PARAMETER',
-      `parameter "roleName" is required: the ${FLAVOURS[flavour].product} role the pod logs in with`,
-    )
-  }
-
-  const address = parseAddress(attrs, defaults, flavour)
-
-  const objectsText = readParameter(attrs, 'objects', flavour)?.value
-  if (objectsText === undefined || objectsText.trim() === '') {
-    throw new ProviderError('BAD_PARAMETER', 'parameter "objects" is missing: list the secrets to mount')
-  }
-  const objects = parseObjectsText(objectsText, attrs.get(ATTR.podNamespace) ?? '')
-
+  const roleName = issues.attempt(() => parseRoleName(params))
+  const address = issues.attempt(() => parseAddress(params, defaults))
+  const objects = issues.attempt(() =>
+    parseObjectsParameter(params, parseObjectsText, attrs.get(ATTR.podNamespace) ?? ''),
+  )
   // Since Kubernetes 1.35 the tokens may travel in the secrets field instead.
-  const tokensText = attrs.get(ATTR.tokens) || secrets.get(ATTR.tokens)
-  const podTokens = tokensText === undefined || tokensText === '' ? undefined : parsePodTokens(tokensText)
+  const tokensText = attrs.get(ATTR.tokens) || secrets?.get(ATTR.tokens)
+  const podTokens =
+    tokensText === undefined || tokensText === '' ? undefined : issues.attempt(() => parsePodTokens(tokensText))
+  const pod = issues.attempt(() => parsePod(attrs, identity))
+  const authMount = issues.attempt(() => parseAuthMount(params, defaults.authMount))
+  const connection = parseConnection(params, defaults, issues)
 
+  if (!issues.none) return { address, issues: issues.list() }
   return {
-    pod: parsePod(attrs, identity),
-    secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
-    roleName,
-    authMount: parseAuthMount(attrs, defaults.authMount, flavour),
-    audience: parseAudience(attrs, flavour),
-    vault: parseConnection(attrs, address, defaults, flavour),
-    objects,
-    defaultMode,
-    podTokens,
+    spec: {
+      pod: pod!,
+      secretProviderClass: attrs.get(ATTR.secretProviderClass) ?? '',
+      roleName: roleName!,
+      authMount: authMount!,
+      audience: params.value('audience') ?? params.defaultAudience,
+      vault: { address: address!, ...connection },
+      objects: objects!,
+      defaultMode: defaultMode!,
+      podTokens,
+    },
+    address,
+    issues: [],
   }
+}
+
+/**
+ * `parseObjectsText` is injected by the composition root (a byte-bounded cache
+ * owned by the MountService); without it every call parses with the default
+ * -max-objects-size. `flavour`: whose parameter names and defaults apply, that
+ * is which reference provider the socket the driver called stands for. `identity`: see RequestIdentity.
+ * Throws the first problem collectMountRequest finds.
+ */
+export function parseMountRequest(
+  raw: RawMountRequest,
+  defaults: VaultDefaults,
+  parseObjectsText?: ObjectsParser,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
+  identity: RequestIdentity = 'pod',
+): MountSpec {
+  const { spec, issues } = collectMountRequest(raw, defaults, parseObjectsText, flavour, identity)
+  if (spec === undefined) throw issues[0]!
+  return spec
 }

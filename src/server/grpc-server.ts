@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import type { ProviderFlavour } from '../config/flavour.js'
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/config.js'
 import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
@@ -17,7 +16,6 @@ import { Deadline } from '../util/deadline.js'
 import { grpcStatusOf } from './grpc-status.js'
 import { HealthState, healthHandlers } from './health.js'
 import { loadProtos, loadProviderClient, type ProviderProtos } from './proto.js'
-import { checkResponseSize } from './response-size.js'
 import {
   bindOwnerOnly,
   inspectSocketPath,
@@ -85,8 +83,6 @@ export interface ProviderServerOptions {
   mountService: MountService
   mountTimeoutMs: number
   logger: Logger
-  /** Largest MountResponse to send (the driver's --max-call-recv-msg-size, 4 MiB by default). */
-  maxResponseBytes?: number
   /**
    * Called once another instance has taken over the socket path and every
    * call this one was serving has finished: the owner exits.
@@ -157,13 +153,7 @@ export class ProviderServer {
       .then(
         (result) => {
           answered()
-          // Sized before it is built: a refused response is never assembled.
-          const tooLarge = checkResponseSize(result.objects, this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES)
-          if (tooLarge) {
-            this.opts.logger.warn({ code: tooLarge.code, reason: tooLarge.message }, 'mount response refused')
-            callback(toStatus(tooLarge))
-            return
-          }
+          // The Mount has checked its size against -max-response-size (src/mount/service.ts).
           callback(null, {
             object_version: result.objects.map((o) => ({ id: o.id, version: o.version })),
             files: result.objects.flatMap((o) =>

@@ -65,7 +65,7 @@ export function classify(failure: VaultFailure, login: boolean): ErrorCode {
 /** The error of a call (`fields`: which, and to which address) that ran out of the Mount's time, or whose caller left. */
 export function deadlineError(fields: ErrorFields, cancelled: boolean): ProviderError {
   return new ProviderError(
-    'DEADLINE_EXCEEDED',
+    cancelled ? 'CANCELLED' : 'DEADLINE_EXCEEDED',
     cancelled
       ? 'the driver cancelled the Mount before Vault answered'
       : "Vault did not answer before the Mount's deadline",

@@ -15,7 +15,8 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { exclusiveSuite, startFakeHost } from '../support/adversary.js'
-import { ANY_ROLE, expectAttack, finishSuite, ROLE, startWorld } from '../support/adversary-world.js'
+import { attackFigures } from '../support/adversary-figures.js'
+import { ANY_ROLE, finishSuite, ROLE, startWorld } from '../support/adversary-world.js'
 import { signServiceAccountJwt } from '../support/jwt.js'
 import { CLI_MAIN } from '../support/provider.js'
 import { tempDirFor } from '../support/tmp.js'
@@ -41,6 +42,9 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
   t.teardown(() => routed.close())
   const w = await startWorld({ allow: [vaultShaped.url, webServer.url, routed.url] })
   t.teardown(() => w.stop())
+  // The victim's Mounts and /health/live during each attack, and the CPU of an attacking Mount.
+  const figures = attackFigures(w)
+  await figures.start(t)
 
   const everyObjectOptional = [
     { objectName: 'a', secretPath: 'secret/data/victim', secretKey: 'password', optional: true },
@@ -48,7 +52,7 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
   ]
 
   await t.test('a login in a vaultNamespace OpenBao does not have', async (t: Test) => {
-    await expectAttack(t, w, {
+    await figures.attack(t, {
       klass: '43.2',
       name: 'every object optional, the login answered 404 (namespace not found)',
       attempt: () => w.mount(w.attrs({ vaultNamespace: 'no-such-namespace', objects: everyObjectOptional })),
@@ -57,7 +61,7 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
   })
 
   await t.test('a login answered 404 with Vault-shaped JSON by whatever is at vaultAddress', async (t: Test) => {
-    await expectAttack(t, w, {
+    await figures.attack(t, {
       klass: '43.2',
       name: 'every object optional, a fake Vault answering {"errors":[]} 404 to the login',
       attempt: () => w.mount(w.attrs({ vaultAddress: vaultShaped.url, objects: everyObjectOptional })),
@@ -66,7 +70,7 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
   })
 
   await t.test('a web server that is not Vault at vaultAddress', async (t: Test) => {
-    await expectAttack(t, w, {
+    await figures.attack(t, {
       klass: '43.2',
       name: 'every object optional, an HTML 404 to the login',
       attempt: () => w.mount(w.attrs({ vaultAddress: webServer.url, objects: everyObjectOptional })),
@@ -75,7 +79,7 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
   })
 
   await t.test('the object’s own read answered 404 by a web server that is not Vault', async (t: Test) => {
-    await expectAttack(t, w, {
+    await figures.attack(t, {
       klass: '43.2',
       name: 'an optional object, its read answered with an HTML 404',
       attempt: () =>
@@ -176,5 +180,6 @@ t.test('optional objects and the CLI on an OpenBao file', async (t) => {
     )
   })
 
+  t.comment(figures.table())
   await finishSuite(t, w, 'optional-and-cli')
 })

@@ -2,10 +2,11 @@
 // (v0.0.4, copied into .cache/sync-controller/chart by scripts/setup-kubernetes.sh) and
 // post-render.sh, with the real Helm and kustomize: the provider sidecar's flags accepted by the
 // daemon's parser, its sockets in the controller's --provider-volume, the key file on the Secret
-// volume the post-renderer adds, the audience the controller requests, and every object valid.
+// volume the post-renderer adds, the audience the controller requests, an identity idle timeout of at
+// least two of its polls, and every object valid.
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../src/config/config.js'
+import { loadConfig, parseDurationMs } from '../../src/config/config.js'
 import { FLAVOURS } from '../../src/config/flavour.js'
 import { PACKAGE_ROOT } from '../../src/package-info.js'
 import { HELM } from '../support/helm.js'
@@ -58,6 +59,14 @@ t.test('the sidecar: flags the daemon accepts, sockets where the controller dial
     }
   }
   t.equal(flagValue(manager.args, '--token-request-audience'), FLAVOURS.vault.defaultAudience)
+  // A SecretSync is seen once per poll: an identity idle for less than two polls is still in use,
+  // and revoking it would revoke the dynamic credential its Secret holds.
+  const poll = parseDurationMs(flagValue(manager.args, '--rotation-poll-interval')!, '--rotation-poll-interval')
+  t.ok(poll > 0, 'the controller polls')
+  t.ok(
+    config.identityIdleMs >= 2 * poll,
+    `-identity-idle-timeout (${config.identityIdleMs} ms) is at least twice the poll (${poll} ms)`,
+  )
   t.match(provider.securityContext, {
     allowPrivilegeEscalation: false,
     readOnlyRootFilesystem: true,

@@ -201,6 +201,38 @@ t.test('mount through the socket and in-process print the same files', async (t)
   t.match(shown.stdout, new RegExp(`password .*= "${SECRET}"`), '--show-values prints the value')
   t.same(findLeaks(shown.stdout, [jwt]), [], 'but never the token')
 
+  // Every daemon flag reaches the in-process Mount service (issue 44), also those the CLI once left at
+  // their default: here the OpenBao name of the address, -identity-scope and -max-mount-bytes.
+  await fx.kvPut('cli-big', { blob: 'b'.repeat(4096) })
+  const big = join(dir.path, 'big.yaml')
+  await writeFile(
+    big,
+    spcYaml({
+      roleName: 'app',
+      vaultAuthMountPath: JWT_MOUNT,
+      objects: [{ objectName: 'blob', secretPath: 'secret/data/cli-big', secretKey: 'blob' }],
+    }),
+  )
+  const bigMount = [
+    'mount',
+    big,
+    '--in-process',
+    `--hmac-key-file=${hmacKeyFile}`,
+    ...pod,
+    `--openbao-addr=${fx.bao.addr}`,
+    '--identity-scope=serviceaccount',
+    '--json',
+  ]
+  const bigRun = await cli(bigMount)
+  t.equal(bigRun.code, 0, bigRun.stderr + bigRun.stdout)
+  t.match(JSON.parse(bigRun.stdout).files, [{ path: 'blob', size: 4096 }], '--openbao-addr is the default address')
+  const capped = await cli([...bigMount, '--max-mount-bytes', '2KiB'])
+  t.equal(capped.code, 1, capped.stderr + capped.stdout)
+  t.match(JSON.parse(capped.stdout), { ok: false, error: { code: 'MOUNT_BUDGET_EXCEEDED' } }, '--max-mount-bytes')
+  const badScope = await cli(['mount', big, '--in-process', ...pod, '--identity-scope=nobody'])
+  t.equal(badScope.code, 2, 'a bad value is a usage error')
+  t.match(badScope.stderr, /-identity-scope must be one of pod, serviceaccount, got "nobody"/)
+
   // A failing Mount: exit 1 in both modes, with the provider's message.
   await writeFile(
     join(dir.path, 'bad.yaml'),
@@ -218,6 +250,44 @@ t.test('mount through the socket and in-process print the same files', async (t)
   const badJson = await cli(['mount', join(dir.path, 'bad.yaml'), '--in-process', ...pod, '--json'])
   t.equal(badJson.code, 1)
   t.match(JSON.parse(badJson.stdout), { ok: false, error: { code: 'VAULT_NOT_FOUND', grpcCode: 'NOT_FOUND' } })
+
+  // Files larger than the driver accepts (-max-response-size, 4 MiB): the in-process Mount refuses
+  // them as the daemon does, and its log line says failure. Three answers of 1.5 MiB, each within
+  // -max-vault-response-size and together within -max-mount-bytes.
+  const large = 'x'.repeat(1536 * 1024)
+  for (const name of ['l1', 'l2', 'l3']) await fx.kvPut(name, { v: large })
+  await writeFile(
+    join(dir.path, 'large.yaml'),
+    spcYaml({
+      roleName: 'app',
+      vaultAddress: fx.bao.addr,
+      vaultAuthMountPath: JWT_MOUNT,
+      objects: ['l1', 'l2', 'l3'].map((n) => ({ objectName: n, secretPath: `secret/data/${n}`, secretKey: 'v' })),
+    }),
+  )
+  const tooLarge = await cli([
+    'mount',
+    join(dir.path, 'large.yaml'),
+    '--in-process',
+    `--hmac-key-file=${hmacKeyFile}`,
+    '--log-level=info',
+    ...pod,
+    '--json',
+  ])
+  t.equal(tooLarge.code, 1, 'refused in-process too')
+  const refusal = JSON.parse(tooLarge.stdout)
+  t.match(refusal, { ok: false, error: { code: 'RESPONSE_TOO_LARGE', grpcCode: 'RESOURCE_EXHAUSTED' } })
+  t.match(
+    refusal.error.message,
+    /^the Mount's files come to 4\.5 MiB \(\d+ bytes\), more than the 4\.0 MiB the driver accepts \(provider flag -max-response-size, matching the driver's --max-call-recv-msg-size\); largest objects: "l\d" \(1\.5 MiB\), "l\d" \(1\.5 MiB\), "l\d" \(1\.5 MiB\)$/,
+  )
+  const mountLines = tooLarge.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .filter((l) => l.msg === 'mount')
+  t.match(mountLines, [{ outcome: 'failure', code: 'RESPONSE_TOO_LARGE' }], 'one mount line, a failure')
+  t.equal(mountLines.length, 1)
   t.same(findLeaks(await fx.provider.logs(), [SECRET]), [], 'provider log-leak check')
 })
 

@@ -87,6 +87,10 @@ t.test('-max-response-size: RESOURCE_EXHAUSTED naming the largest objects', asyn
   t.match(refused.result.message, /more than the 4\.0 MiB the driver accepts/)
   t.match(refused.result.message, /largest objects: "(a|b)" \(2\.0 MiB\), "(a|b)" \(2\.0 MiB\), "small"/)
   t.notMatch(refused.result.message, /received message larger than max/, 'not the driver’s opaque error')
+  // The Mount refused it: its one log line says failure, and no Mount so far was logged a success.
+  const mountLines = (await fx.provider.logLines()).filter((l) => l.msg === 'mount')
+  t.equal(mountLines.filter((l) => l.code === 'RESPONSE_TOO_LARGE' && l.outcome === 'failure').length, 1)
+  t.equal(mountLines.filter((l) => l.outcome === 'success').length, 0)
 
   const fits = await fx.mount({ params: { objects: objects.slice(0, 1) } })
   t.ok(fits.result.ok, 'one large object still fits')

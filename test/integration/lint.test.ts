@@ -390,8 +390,12 @@ t.test('lint over the project: examples/, docs/ snippets, and the deployment fil
     'one line per problem, file:line: message',
   )
   // Helm templates and kustomize files are not SecretProviderClasses: skipped, not errors.
-  t.match(res.stderr, /^\d+ SecretProviderClasses in \d+ files: 0 errors, 1 warning \(\d+ other documents skipped\)\n$/)
+  t.match(
+    res.stderr,
+    /^\d+ SecretProviderClasses, \d+ SecretSyncs? in \d+ files: 0 errors, 1 warning \(\d+ other documents skipped\)\n$/,
+  )
   t.ok(Number(/^(\d+) SecretProviderClasses/.exec(res.stderr)?.[1]) >= 11, 'the examples and the docs snippets')
+  t.ok(Number(/, (\d+) SecretSyncs? in/.exec(res.stderr)?.[1]) >= 1, 'docs/sync-controller.md’s SecretSync')
 })
 
 t.test('lint: output, exit codes, usage errors', async (t) => {
@@ -439,4 +443,74 @@ t.test('lint: output, exit codes, usage errors', async (t) => {
   const badFlag = await lintText(['--vault-addr-allowlist=vault:8200', bad])
   t.equal(badFlag.code, 2, 'a bad daemon flag: usage error')
   t.match(badFlag.stderr, /-vault-addr-allowlist entry/)
+})
+
+t.test('lint: SecretSyncs beside their classes, across files', async (t) => {
+  const dir = await makeTempDir('vcp-lint-secretsync-')
+  t.teardown(dir.cleanup)
+  const classFile = join(dir.path, 'classes.yaml')
+  const syncFile = join(dir.path, 'syncs.yaml')
+  const klass = (name: string, provider: string): Record<string, unknown> => ({
+    apiVersion: 'secrets-store.csi.x-k8s.io/v1',
+    kind: 'SecretProviderClass',
+    metadata: { name, namespace: 'shop' },
+    spec: {
+      provider,
+      parameters: {
+        vaultAddress: 'https://vault.example:8200',
+        roleName: 'shop-sync',
+        objects: '- objectName: password\n  secretPath: secret/data/shop/db\n  secretKey: password\n',
+      },
+    },
+  })
+  const secretSync = (name: string, className: string, sourcePath: string): Record<string, unknown> => ({
+    apiVersion: 'secret-sync.x-k8s.io/v1alpha1',
+    kind: 'SecretSync',
+    metadata: { name, namespace: 'shop' },
+    spec: {
+      serviceAccountName: name,
+      secretProviderClassName: className,
+      secretObject: { type: 'Opaque', data: [{ sourcePath, targetKey: 'password' }] },
+    },
+  })
+  await writeFile(
+    classFile,
+    [klass('app-db', 'vault'), klass('bao-db', 'openbao')].map((d) => stringify(d)).join('---\n'),
+  )
+  await writeFile(
+    syncFile,
+    [
+      secretSync('app-db', 'app-db', 'password'),
+      secretSync('typo', 'app-db', 'pasword'),
+      secretSync('lost', 'gone', 'password'),
+      secretSync('bao-db', 'bao-db', 'password'),
+    ]
+      .map((d) => stringify(d))
+      .join('---\n'),
+  )
+  const res = await lintText([dir.path])
+  t.equal(res.code, 1, 'errors: exit 1')
+  t.same(res.stdout.split('\n').filter(Boolean), [
+    `${classFile}:23: warning: audience "openbao" (the default of provider "openbao"): the Sync Controller requests tokens only for "vault" (its --token-request-audience, as lint's --token-request-audience says), so every sync of SecretSync "shop/bao-db" fails with NO_POD_TOKEN; set parameter "audience" to one it requests, or add "openbao" to the chart's tokenRequestAudience`,
+    `${syncFile}:26: spec.secretObject.data[0].sourcePath "pasword" is not a file SecretProviderClass "shop/app-db" writes: its files are "password"`,
+    `${syncFile}:36: spec.secretProviderClassName "gone": no SecretProviderClass of that name in namespace "shop" among the files linted; the controller fails every sync of it (ControllerSPCError)`,
+  ])
+  t.equal(
+    res.stderr,
+    '2 SecretProviderClasses (1 for provider vault, 1 for provider openbao), 4 SecretSyncs in 2 files: 2 errors, 1 warning\n',
+  )
+  const told = await lintText(['--json', '--token-request-audience=vault,openbao', dir.path])
+  const json = JSON.parse(told.stdout) as {
+    secretSyncs: number
+    problems: Array<{ code: string; secretSync?: string }>
+  }
+  t.equal(json.secretSyncs, 4)
+  t.same(
+    json.problems.map((p) => [p.code, p.secretSync]),
+    [
+      ['SECRETSYNC_SOURCE', 'shop/typo'],
+      ['SECRETSYNC_CLASS', 'shop/lost'],
+    ],
+    'the controller told to request "openbao" too: no audience warning',
+  )
 })

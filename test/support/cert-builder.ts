@@ -120,14 +120,24 @@ export const certPem = (derBytes: Buffer): string => pem('CERTIFICATE', derBytes
  * nobody holds its private half, but checking a signature against it costs what its sizes say.
  */
 export function rsaPublicKey(modulusBits: number, exponentBits: number): KeyObject {
-  const num = (bits: number): Buffer => {
-    const b = randomBytes(Math.ceil(bits / 8))
-    const extra = b.length * 8 - bits
-    b[0] = (b[0]! & (0xff >> extra)) | (0x80 >> extra)
-    b[b.length - 1]! |= 1
-    return b
-  }
-  const rsaKey = new asn1.Sequence({ value: [unsignedInteger(num(modulusBits)), unsignedInteger(num(exponentBits))] })
+  return rsaPublicKeyOf(randomOdd(modulusBits), randomOdd(exponentBits))
+}
+
+/** A random RSA public key with the exponent every real CA uses (65537), as Go's crypto/x509 accepts it. */
+export function rsaPublicKeyF4(modulusBits: number): KeyObject {
+  return rsaPublicKeyOf(randomOdd(modulusBits), Buffer.from([0x01, 0x00, 0x01]))
+}
+
+function randomOdd(bits: number): Buffer {
+  const b = randomBytes(Math.ceil(bits / 8))
+  const extra = b.length * 8 - bits
+  b[0] = (b[0]! & (0xff >> extra)) | (0x80 >> extra)
+  b[b.length - 1]! |= 1
+  return b
+}
+
+function rsaPublicKeyOf(modulus: Buffer, exponent: Buffer): KeyObject {
+  const rsaKey = new asn1.Sequence({ value: [unsignedInteger(modulus), unsignedInteger(exponent)] })
   const spki = new asn1.Sequence({
     value: [
       new asn1.Sequence({ value: [oid(OID.rsaEncryption), new asn1.Null()] }),

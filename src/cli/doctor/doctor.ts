@@ -11,8 +11,9 @@
  */
 import { loadConfig, ConfigError, type ProviderConfig, type VaultDefaults } from '../../config/config.js'
 import { isProviderError } from '../../errors.js'
-import { DEFAULT_FLAVOUR, flavourOfProvider, type ProviderFlavour } from '../../config/flavour.js'
-import { readParameter } from '../../request/parameters.js'
+import { envAsIn } from '../../config/flags.js'
+import { DEFAULT_FLAVOUR, FLAVOURS, flavourOfProvider, type ProviderFlavour } from '../../config/flavour.js'
+import { parameter, readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
 import { printable, printableJson } from '../../util/printable.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
@@ -66,6 +67,12 @@ export function doctorTarget(
   }
 }
 
+/** Where an address may come from, named as the class's flavour names them (`baoAddress`, `BAO_ADDR` for OpenBao). */
+export function noAddressDetail(flavour: ProviderFlavour): string {
+  const param = parameter('address').names[flavour][0]!
+  return `no ${FLAVOURS[flavour].product} address: pass --vault-addr, set ${envAsIn('vault-addr', flavour)}, or --spc with ${param}`
+}
+
 /** ` (parameter "baoAddress" of the SecretProviderClass)` when the class named the address. */
 function addressSource(parameters: Readonly<Record<string, string>>, flavour: ProviderFlavour): string {
   const given = readParameter(new Map(Object.entries(parameters)), 'address', flavour)
@@ -101,7 +108,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
       id: 'vault.reachable',
       title: 'Vault is reachable',
       status: 'skip',
-      detail: 'no Vault address: pass --vault-addr, set VAULT_ADDR, or --spc with vaultAddress',
+      detail: noAddressDetail(flavour),
     })
   } else if (target.kind === 'bad') {
     results.push({
@@ -132,7 +139,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const transports = buildVaultTransports(config, { proxy: proxySettings, allowlist, observer: NO_OBSERVER })
     try {
       const health = await probeVaultOnce(conn, 5_000, transports)
-      results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS))
+      results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS, flavour))
       if (health.reachable) {
         let jwt: string | undefined
         if (opts.tokenFile) jwt = await readTokenFile(opts.tokenFile)

@@ -1,4 +1,6 @@
 /** Vault checks: reachable, TLS chain trusted, initialized and unsealed, active node, version, clock skew. */
+import { DEFAULT_FLAVOUR, type ProviderFlavour } from '../../config/flavour.js'
+import { parameter } from '../../request/parameters.js'
 import type { VaultConnection } from '../../request/types.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
 import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
@@ -10,8 +12,15 @@ import type { CheckResult, CheckStatus } from './check.js'
 export const WARN_CLOCK_SKEW_MS = 5_000
 export const FAIL_CLOCK_SKEW_MS = 60_000
 
-export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: number): CheckResult[] {
+export function vaultChecks(
+  conn: VaultConnection,
+  h: VaultHealth,
+  maxSkewMs: number,
+  flavour: ProviderFlavour = DEFAULT_FLAVOUR,
+): CheckResult[] {
   const out: CheckResult[] = []
+  // The address as the class's flavour names it: -vault-addr / baoAddress for a provider: openbao class.
+  const addressNames = `-vault-addr / ${parameter('address').names[flavour][0]!}`
   const isHttps = conn.address.startsWith('https://')
   // A TLS failure with the proxy is the proxy's, not Vault's certificate.
   const tlsFailed = h.proxy === undefined && isTlsErrorCode(h.errorCode)
@@ -25,8 +34,8 @@ export function vaultChecks(conn: VaultConnection, h: VaultHealth, maxSkewMs: nu
         h.proxy !== undefined
           ? 'the egress proxy failed (see vault.proxy for which one and why it is used): check the proxy, its credentials and that it allows CONNECT to the Vault port, or reach Vault directly (NO_PROXY)'
           : h.errorCode === 'ENOTFOUND' || h.errorCode === 'EAI_AGAIN'
-            ? "the host name does not resolve from this node: check -vault-addr / vaultAddress and the node's DNS"
-            : 'check -vault-addr / vaultAddress (scheme, host, port), that Vault listens there, and network policies between this node and Vault',
+            ? `the host name does not resolve from this node: check ${addressNames} and the node's DNS`
+            : `check ${addressNames} (scheme, host, port), that Vault listens there, and network policies between this node and Vault`,
     })
   } else {
     out.push({

@@ -3,52 +3,9 @@
 // given, and a flag outside the table stops the daemon.
 import t from 'tap'
 import { ConfigError, loadConfig } from '../../../src/config/config.js'
-import { FLAGS, type FlagName } from '../../../src/config/flags.js'
+import { flag, flagNames, FLAGS } from '../../../src/config/flags.js'
+import { NEEDS, SAMPLES } from '../../support/flag-samples.js'
 import { thrown } from '../../support/thrown.js'
-
-/** A valid value for each flag, other than its default. */
-const SAMPLES: Record<FlagName, string> = {
-  endpoint: '/e.sock',
-  'log-level': 'warn',
-  debug: 'true',
-  version: 'true',
-  'health-addr': ':9090',
-  'hmac-secret-name': 'h',
-  'cache-size': '5',
-  'vault-addr': 'https://v.example:8200',
-  'vault-mount': 'jwt',
-  'vault-namespace': 'ns',
-  'vault-auth-namespace': 'auth-ns',
-  'vault-tls-ca-cert': '/tls/ca.pem',
-  'vault-tls-ca-directory': '/tls/cas',
-  'vault-tls-server-name': 'v.local',
-  'vault-tls-client-cert': '/tls/c.pem',
-  'vault-tls-client-key': '/tls/k.pem',
-  'vault-tls-skip-verify': 'true',
-  'hmac-key-file': '/keys/hmac',
-  'mount-timeout': '30s',
-  'vault-addr-allowlist': 'https://v.example:8200',
-  'vault-idle-connection-timeout': '10s',
-  'max-response-size': '8KiB',
-  'max-objects-size': '8KiB',
-  'max-vault-response-size': '8KiB',
-  'max-mount-bytes': '8KiB',
-  'max-node-mount-bytes': '8KiB',
-  'max-tls-file-size': '8KiB',
-  'tls-file-dirs': '/etc/tls',
-  'token-request-audiences': 'other',
-  'identity-scope': 'serviceaccount',
-  'static-freshness': '5s',
-  'state-handover': 'false',
-  'share-dynamic-secrets': 'true',
-  'identity-idle-timeout': '1m',
-  'kube-api-url': 'http://127.0.0.1:8001',
-  'kube-service-account-dir': '/sa',
-  mode: 'sync-controller',
-}
-
-/** What a sample needs beside it to be a valid configuration (-mode=sync-controller needs its key file). */
-const NEEDS: Partial<Record<FlagName, string[]>> = { mode: ['-hmac-key-file=/keys/hmac'] }
 
 t.test('every flag of the table is accepted and changes the configuration', async (t) => {
   const defaults = loadConfig([], {})
@@ -73,7 +30,7 @@ t.test('a flag’s environment variable sets what the flag sets, and the flag wi
   const withEnv = FLAGS.filter((f) => f.env !== undefined)
   t.ok(withEnv.length >= 8, `${withEnv.length} flags with a variable`)
   for (const { name, env } of withEnv) {
-    t.same(loadConfig([], { [env!]: SAMPLES[name] }), loadConfig([`-${name}=${SAMPLES[name]}`], {}), env)
+    t.same(loadConfig([], { [env!]: SAMPLES[name] }), loadConfig([`-${name}=${SAMPLES[name]}`], {}), env!)
     t.same(
       loadConfig([`-${name}=${SAMPLES[name]}`], { [env!]: SAMPLES[name] === 'true' ? 'false' : '/other' }),
       loadConfig([`-${name}=${SAMPLES[name]}`], {}),
@@ -88,8 +45,27 @@ t.test('a flag outside the table stops the daemon', async (t) => {
   }
 })
 
+// The default the docs and the CLI's help show (a lone code span) is what the daemon takes without the flag.
+// -hmac-secret-name is the one exception: given, it names the Secret of both flavours (checked below).
+const DOCUMENTED_DEFAULTS = FLAGS.filter((f) => /^`[^`]+`$/.test(f.default ?? '') && f.name !== 'hmac-secret-name')
+
+t.test('the documented default of a flag is what the daemon takes without it', async (t) => {
+  t.ok(DOCUMENTED_DEFAULTS.length >= 20, `${DOCUMENTED_DEFAULTS.length} flags with a documented value`)
+  const defaults = loadConfig([], {})
+  for (const { name, default: shown } of DOCUMENTED_DEFAULTS) {
+    t.same(loadConfig([`-${name}=${shown!.slice(1, -1)}`], {}), defaults, `-${name}=${shown}`)
+  }
+  t.equal(defaults.hmacSecretName, flag('hmac-secret-name').default!.slice(1, -1))
+})
+
+t.test('the CLI leaves out only the flags that mean nothing in its own process', async (t) => {
+  const daemonOnly = FLAGS.filter((f) => f.daemonOnly !== undefined).map((f) => f.name)
+  t.same(daemonOnly, ['endpoint', 'log-level', 'debug', 'version', 'health-addr', 'state-handover'])
+})
+
 t.test('names are unique', async (t) => {
-  const names = FLAGS.map((f) => f.name)
+  const names = FLAGS.flatMap(flagNames)
+  t.ok(names.length > FLAGS.length, 'the OpenBao names too')
   t.equal(new Set(names).size, names.length)
 })
 

@@ -78,7 +78,7 @@ t.test("a call made for a Mount ends when the Mount's caller leaves (TokenReques
   await reached
   driver.abort()
   t.match(await pending, {
-    code: 'DEADLINE_EXCEEDED',
+    code: 'CANCELLED',
     message: /^TokenRequest for service account shop\/web \(audience "vault"\): the driver cancelled the Mount/,
   })
 })

@@ -269,6 +269,66 @@ t.test('lintYaml: several parameter problems at once', async (t) => {
   )
 })
 
+t.test('lintYaml: one class with many problems, every one reported in one pass', async (t) => {
+  const text = SPC(
+    [
+      '    roleName: app', // 9
+      '    vaultNamespace: "team a"', // 10
+      '    vaultTLSServerName: bad name', // 11
+      '    objects: |', // 12
+      '      - objectName: a', // 13
+      '        secretPath: secret/data/a',
+      '      - objectName: a/b', // 15: inside the file "a"
+      '        secretPath: secret/data/b',
+      '      - objectName: a/c', // 17: so is this one
+      '        secretPath: secret/data/c',
+      '      - objectName: t', // 19
+      "        template: '{{@missing}}'",
+      '      - objectName: m', // 21
+      '        secretPath: secret/data/m',
+      '        method: DELETE',
+    ].join('\n'),
+  )
+  // The provider's own -vault-mount is wrong too: no parameter is at fault, and the others still count.
+  const result = lintYaml(text, 'f', { vaultDefaults: { ...WITH_ADDRESS, authMount: 'a/../b' } })
+  t.same(
+    result.problems.map((p) => [p.line, p.code, p.parameter, p.object, p.message]),
+    [
+      [
+        8,
+        'BAD_PARAMETER',
+        undefined,
+        undefined,
+        '-vault-mount "a/../b" is not a valid auth mount path (e.g. "kubernetes" or "jwt")',
+      ],
+      [
+        10,
+        'BAD_PARAMETER',
+        'vaultNamespace',
+        undefined,
+        'parameter "vaultNamespace" "team a" may hold only visible ASCII characters (no spaces, controls or non-ASCII letters)',
+      ],
+      [
+        11,
+        'BAD_PARAMETER',
+        'vaultTLSServerName',
+        undefined,
+        'parameter "vaultTLSServerName" "bad name" must be a DNS name such as "vault.example.com"',
+      ],
+      [15, 'BAD_OBJECT', 'objects', 'a/b', 'object "a/b" needs "a" to be a directory, but object "a" is a file'],
+      [17, 'BAD_OBJECT', 'objects', 'a/c', 'object "a/c" needs "a" to be a directory, but object "a" is a file'],
+      [
+        19,
+        'BAD_OBJECT',
+        'objects',
+        't',
+        'object "t": template references @"missing", which is not an objectName of this SecretProviderClass (objects it can reference: "a", "a/b", "a/c", "m")',
+      ],
+      [21, 'BAD_OBJECT', 'objects', 'm', 'object "m": method must be one of GET, PUT, POST, got "DELETE"'],
+    ],
+  )
+})
+
 t.test('lintYaml: secretObjects name files the SecretProviderClass writes', async (t) => {
   const objects = [
     '    objects: |',

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { ProviderError } from '../../../src/errors.js'
-import { BUDGET_REFUSAL_MEMORY_MS, BudgetRefusals, NodeBudget } from '../../../src/mount/budget.js'
+import { NodeBudget } from '../../../src/mount/budget.js'
 import { jsonSize } from '../../../src/util/json-size.js'
 import { thrown } from '../../support/thrown.js'
 
@@ -77,33 +77,12 @@ t.test('answers are charged by their JSON size; the count stops past the limit',
   t.equal(thrown(() => mount.chargeAnswer(big, 'objects "b", "c"'), ProviderError).code, 'MOUNT_BUDGET_EXCEEDED')
 })
 
-t.test('a refusal for the Mount budget is remembered for the same pod and objects, for a while', async (t) => {
-  let now = 1_000_000
-  const refusals = new BudgetRefusals(() => now)
-  const objects = [{ objectName: 'a' }]
-  const other = [{ objectName: 'a' }]
+t.test('crossing its own limit is a refusal that would repeat; a spent node budget is not', async (t) => {
   const node = new NodeBudget({ mountBytes: 10, nodeBytes: 100 })
   const mount = node.open('ns')
-  const err = thrown(() => mount.charge(11, 'object "a"'), ProviderError)
-  t.ok(mount.overOwnLimit, 'crossed its own limit')
-  refusals.remember(objects, 'pod-1', err)
-  t.equal(refusals.recall(objects, 'pod-1'), err)
-  t.equal(refusals.recall(objects, 'pod-2'), undefined, 'another pod is not answered by it')
-  t.equal(refusals.recall(other, 'pod-1'), undefined, 'other objects (another text) are not either')
-  // The key as a function: made only for objects that have refusals (most Mounts' objects have none).
-  const keysMade: string[] = []
-  const lazy = (k: string) => () => (keysMade.push(k), k)
-  t.equal(refusals.recall(other, lazy('pod-1')), undefined)
-  t.equal(refusals.recall(objects, lazy('pod-1')), err)
-  t.same(keysMade, ['pod-1'], 'the key was made only for the objects with a refusal')
-  now += BUDGET_REFUSAL_MEMORY_MS - 1
-  t.equal(refusals.recall(objects, 'pod-1'), err)
-  now += 1
-  t.equal(refusals.recall(objects, 'pod-1'), undefined, 'forgotten after the memory time')
-  // Bounded per objects text.
-  for (let i = 0; i < 1000; i++) refusals.remember(objects, `pod-${i}`, err)
-  t.equal(refusals.recall(objects, 'pod-0'), undefined, 'the oldest went first')
-  t.equal(refusals.recall(objects, 'pod-999'), err)
+  t.notOk(mount.overOwnLimit)
+  thrown(() => mount.charge(11, 'object "a"'), ProviderError)
+  t.ok(mount.overOwnLimit, 'crossed -max-mount-bytes')
   // The node's budget being spent is transient: not a refusal of this Mount's own.
   const tight = new NodeBudget({ mountBytes: 100, nodeBytes: 10 })
   const m = tight.open('ns')

@@ -4,8 +4,11 @@
 import t from 'tap'
 import { ProviderError } from '../../../src/errors.js'
 import { RenderTurns, renderPace } from '../../../src/mount/render-turns.js'
+import { renderObjects } from '../../../src/render/render.js'
+import { parseObjects } from '../../../src/request/objects.js'
 import { Cancellation } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
+import { hostileBundle, rsaPublicKey } from '../../support/cert-builder.js'
 import { thrown } from '../../support/thrown.js'
 
 const phase = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
@@ -57,6 +60,36 @@ t.test("the pace stops at the Mount's deadline and at its cancellation, naming t
   const pace = renderPace(new Deadline(Number.MAX_SAFE_INTEGER, cancel), 'a', undefined)
   cancel.abort(new Error('gone'))
   const gone = thrown(() => pace.check('object "y"'), ProviderError)
-  t.equal(gone.code, 'DEADLINE_EXCEEDED')
+  t.equal(gone.code, 'CANCELLED', 'cancelled, not out of time')
   t.match(gone.message, /the driver cancelled the Mount before object "y" was rendered/)
+})
+
+t.test('a render the driver cancels stops before its next keystore: CANCELLED, naming that object', async (t) => {
+  const b = hostileBundle({ chainLength: 1, decoys: 0, decoyKey: () => rsaPublicKey(2048, 17) })
+  const objs = parseObjects(
+    Array.from({ length: 6 }, (_, i) => `- {objectName: k${i}, secretPath: secret/data/b, format: pkcs12}`).join('\n'),
+  )
+  const labels = objs.map((o) => `object "${o.objectName}"`)
+  const cancel = new Cancellation()
+  const pace = renderPace(new Deadline(Number.MAX_SAFE_INTEGER, cancel), 'a', new RenderTurns())
+  const render = renderObjects(
+    objs,
+    objs.map(() => ({ data: { data: { bundle: b.pem } } })),
+    0o644,
+    labels,
+    undefined,
+    new Set(),
+    { pace },
+  )
+  // The first keystore is rendered at once; the driver leaves while the render waits for its next turn.
+  cancel.abort(new Error('gone'))
+  const err = await render.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(err instanceof ProviderError)
+  t.match(err, {
+    code: 'CANCELLED',
+    message: /^the driver cancelled the Mount before object "k1" was rendered; nothing more was rendered$/,
+  })
 })

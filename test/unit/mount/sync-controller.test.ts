@@ -5,8 +5,11 @@
 import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
+import { loadConfig, SYNC_CONTROLLER_IDENTITY_IDLE_MS } from '../../../src/config/config.js'
 import { ephemeralKey } from '../../../src/hmac/hmac-key.js'
 import { NodeBudget } from '../../../src/mount/budget.js'
+import { RememberedRefusals } from '../../../src/mount/refusals.js'
+import { RenderTurns } from '../../../src/mount/render-turns.js'
 import { MountService } from '../../../src/mount/service.js'
 import {
   checkSecretSyncAnswer,
@@ -15,6 +18,7 @@ import {
 } from '../../../src/mount/sync-controller.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import type { RenderedObject } from '../../../src/render/render.js'
+import { ObjectsCache } from '../../../src/request/objects-cache.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { AddressAllowlist } from '../../../src/vault/transport/address-allowlist.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
@@ -24,6 +28,8 @@ import { ANY_ADDRESS, denied, FakeVault, fakePoolOptions, kvAnswer, NO_BREAKER }
 import { decodeJwtPayload, signServiceAccountJwt } from '../../support/jwt.js'
 
 const VAULT = 'https://vault.test:8200'
+/** The controller's --rotation-poll-interval when its chart sets none (its main.go: 12h). */
+const CONTROLLER_DEFAULT_POLL_MS = 12 * 3_600_000
 /** The controller's own pod, the same in every request it makes. */
 const CONTROLLER = {
   name: 'secrets-store-sync-controller-manager-7d9f-x2x',
@@ -100,8 +106,8 @@ function controllerRequest(r: Request): { attributes: string; secrets: string; p
 
 function world(
   t: Test,
-  o: { allowlist?: string[]; budget?: NodeBudget } = {},
-): { service: MountService; vault: FakeVault; lines: Array<Record<string, unknown>> } {
+  o: { allowlist?: string[]; budget?: NodeBudget; idleRevokeMs?: number } = {},
+): { service: MountService; vault: FakeVault; lines: Array<Record<string, unknown>>; pool: SessionPool } {
   const lines: Array<Record<string, unknown>> = []
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -113,7 +119,14 @@ function world(
   const vault = new FakeVault(VAULT)
   vault.on(/login$/, loginAsCaller)
   vault.on(/^GET secret\/data\//, (c) => kvAnswer(`value of ${c.path}`))
-  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, { scope: 'serviceaccount' }))
+  const pool = new SessionPool(
+    fakePoolOptions(
+      logger,
+      { get: async () => vault },
+      // The test sweeps idle identities itself (sweepIdle with a time of its choosing).
+      { scope: 'serviceaccount', idleRevokeMs: o.idleRevokeMs ?? 0, autoSweep: false },
+    ),
+  )
   t.teardown(() => pool.close())
   const service = new MountService({
     pool,
@@ -124,9 +137,13 @@ function world(
     mode: 'sync-controller',
     allowlist: o.allowlist ? new AddressAllowlist(o.allowlist) : ANY_ADDRESS,
     breakers: NO_BREAKER,
-    budget: o.budget,
+    budget: o.budget ?? new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 }),
+    objectsCache: new ObjectsCache(),
+    renderTurns: new RenderTurns(),
+    refusals: new RememberedRefusals(),
+    maxResponseBytes: 4 * 1024 * 1024,
   })
-  return { service, vault, lines }
+  return { service, vault, lines, pool }
 }
 
 const deadline = (): Deadline => Deadline.in(30_000)
@@ -150,6 +167,65 @@ t.test(
     t.match(line, { namespace: 'shop', serviceAccount: 'app', role: 'app', podToken: 'sync-controller' })
     t.notOk('pod' in (line ?? {}), 'the log line names no pod')
     t.notMatch(JSON.stringify(lines), CONTROLLER.name, 'nor the controller’s pod name anywhere')
+  },
+)
+
+t.test(
+  'identity idle timeout: a SecretSync polled at the controller’s interval keeps its token and its credential',
+  async (t) => {
+    const HOUR = 3_600_000
+    const syncArgs = ['-mode=sync-controller', '-hmac-key-file=/etc/vault-csi-provider/hmac/key']
+    const byDefault = loadConfig(syncArgs, {}).identityIdleMs
+    t.equal(byDefault, SYNC_CONTROLLER_IDENTITY_IDLE_MS, 'the default beside the controller')
+    t.equal(byDefault, 2 * CONTROLLER_DEFAULT_POLL_MS, 'twice the controller’s default --rotation-poll-interval')
+    t.equal(loadConfig(['-hmac-key-file=/k'], {}).identityIdleMs, 15 * 60_000, 'on a node: 15 m, as before')
+    t.equal(loadConfig([...syncArgs, '-identity-idle-timeout=2h'], {}).identityIdleMs, 2 * HOUR, 'as told')
+
+    // A database credential: leased for 8 h, renewable.
+    const creds = () => {
+      const t0 = Date.now()
+      const { service, vault, pool } = world(t, { idleRevokeMs: loadConfig(syncArgs, {}).identityIdleMs })
+      let issued = 0
+      vault.on(/^GET database\/creds\//, () => ({
+        status: 200,
+        body: {
+          lease_id: `database/creds/app/${++issued}`,
+          lease_duration: 8 * 3600,
+          renewable: true,
+          data: { username: `v-app-${issued}`, password: 'pw' },
+        },
+      }))
+      vault.on(/revoke-self$/, () => ({ status: 204, body: null }))
+      const sync = () =>
+        service.mount(
+          controllerRequest({
+            namespace: 'shop',
+            objects: [{ objectName: 'user', secretPath: 'database/creds/app', secretKey: 'username' }],
+          }),
+          deadline(),
+        )
+      return { vault, pool, sync, t0 }
+    }
+
+    const polled = creds()
+    const first = await polled.sync()
+    // The controller's default poll is 12 h: the sweeps in between find the identity in use.
+    t.equal(await polled.pool.sweepIdle(polled.t0 + CONTROLLER_DEFAULT_POLL_MS), 0, 'not revoked before the next poll')
+    const second = await polled.sync()
+    t.equal(polled.vault.count(/login$/), 1, 'one login, reused by the next poll')
+    t.equal(polled.vault.count(/revoke-self$/), 0, 'the token (and with it the lease) never revoked')
+    t.equal(polled.vault.count(/^GET database\/creds\//), 1, 'one credential')
+    t.same(
+      second.objects.map((o) => o.version),
+      first.objects.map((o) => o.version),
+      'the Secret keeps the same credential',
+    )
+
+    // A SecretSync deleted: its identity goes after the idle time, its credential with it.
+    const gone = creds()
+    await gone.sync()
+    t.equal(await gone.pool.sweepIdle(gone.t0 + SYNC_CONTROLLER_IDENTITY_IDLE_MS + 1000), 1, 'revoked once idle')
+    t.equal(gone.vault.count(/revoke-self$/), 1)
   },
 )
 

@@ -156,6 +156,7 @@ t.test('checkVolume: a bad path names the object', async (t) => {
     t.equal(err.code, 'BAD_FILE_PATH', path)
     t.equal(grpcStatusOf(err.code), GrpcStatus.INVALID_ARGUMENT)
     t.equal(err.message, `object "culprit": file path ${JSON.stringify(path)} ${problem}`, path)
+    t.same(err.fields, { object: { index: 1, name: 'culprit' }, file: path }, 'the fields say which')
   }
 })
 
@@ -163,6 +164,7 @@ t.test('checkVolume: conflicts between objects', async (t) => {
   const dup = providerError(() => checkVolume([rendered('one', 'shared'), rendered('two', 'other', 'shared')]))
   t.equal(dup.code, 'BAD_FILE_PATH')
   t.equal(dup.message, 'file "shared" would be written by more than one object')
+  t.same(dup.fields, { file: 'shared' })
 
   const sameObject = providerError(() => checkVolume([rendered('one', 'f', 'f')]))
   t.equal(sameObject.code, 'BAD_FILE_PATH')
@@ -179,6 +181,7 @@ t.test('checkVolume: conflicts between objects', async (t) => {
     checkVolume([rendered('file-owner', 'conf/app.json'), rendered('dir-owner', 'conf')]),
   )
   t.equal(reversed.message, nested.message)
+  t.same(nested.fields, { file: 'conf/app.json' }, 'the file standing where a directory is needed')
 })
 
 // Output fields (docs/outputs.md).
@@ -252,6 +255,7 @@ t.test('format files: one file per key under objectName, each path checked', asy
     e.message,
     /format "files": key "bad\/\.\.\/key" cannot be a file name \(the path "out\/bad\/\.\.\/key" contains a "\.\." element/,
   )
+  t.same(e.fields, { file: 'out/bad/../key' })
 })
 
 t.test('renderObjects: templates read other objects; without a template nothing changes', async (t) => {

@@ -4,12 +4,13 @@
 // render stopping at its pace's word.
 import t from 'tap'
 import { ProviderError } from '../../../src/errors.js'
-import { certificateMaterial } from '../../../src/render/certificates.js'
+import { certificateMaterial, MAX_PEM_BLOCKS } from '../../../src/render/certificates.js'
 import { renderObjects } from '../../../src/render/render.js'
 import {
   MAX_RENDER_WORK,
   MAX_SIGNATURE_CHECKS_PER_OBJECT,
   RENDER_WORK,
+  RENDER_WORK_PER_TURN,
   RenderWork,
   signatureCost,
 } from '../../../src/render/work.js'
@@ -47,15 +48,17 @@ t.test('exponents 1 and 31 bits pass the key check; 65537 is what real chains us
 })
 
 t.test('candidates are chosen by key identifiers before any signature check', async (t) => {
-  // 80 decoys of the issuer's name: with key identifiers none of them is a candidate; without,
+  // 24 decoys of the issuer's name: with key identifiers none of them is a candidate; without,
   // each is checked at every step and the object's cap stops the walk.
-  const withIds = hostileBundle({ chainLength: 4, decoys: 80, decoyKey: normalKey, keyIds: true })
+  const withIds = hostileBundle({ chainLength: 4, decoys: 24, decoyKey: normalKey, keyIds: true })
   const work = new RenderWork()
   const m = certificateMaterial([withIds.pem], WHAT, 'tls', work)
   t.equal(m.served.length, 5, 'the chain is found')
-  t.ok(work.used < 100 + MAX_SIGNATURE_CHECKS_PER_OBJECT, `work ${work.used}: no decoy was checked`)
+  // The key, its certificate, the chain and the decoys are parsed; what is left is signature checks.
+  const checks = work.used - (2 + withIds.chainLength + withIds.decoys) * RENDER_WORK.certificate
+  t.ok(checks <= withIds.chainLength + 1, `${checks} signature checks: one per link, no decoy checked`)
 
-  const withoutIds = hostileBundle({ chainLength: 4, decoys: 80, decoyKey: normalKey })
+  const withoutIds = hostileBundle({ chainLength: 4, decoys: 24, decoyKey: normalKey })
   const err = thrown(() => certificateMaterial([withoutIds.pem], WHAT, 'tls'), ProviderError)
   t.equal(err.code, 'OUTPUT_FAILED')
   t.match(
@@ -111,6 +114,46 @@ t.test('the work budget refuses the keystore that crosses it, naming it', async 
   t.ok(err instanceof ProviderError)
   t.match(err, { code: 'MOUNT_BUDGET_EXCEEDED', message: /^object "k\d+" takes the Mount past its render work budget/ })
   t.ok(work.exceeded, 'a refusal worth remembering')
+})
+
+t.test('one object holds at most 32 PEM blocks, refused before any is parsed', async (t) => {
+  t.equal(MAX_PEM_BLOCKS * RENDER_WORK.certificate, RENDER_WORK_PER_TURN, "parsing them is one render turn's worth")
+  const fits = hostileBundle({ chainLength: 2, decoys: MAX_PEM_BLOCKS - 4, decoyKey: normalKey, keyIds: true })
+  const work = new RenderWork()
+  t.equal(certificateMaterial([fits.pem], WHAT, 'tls', work).served.length, 3, `${MAX_PEM_BLOCKS} blocks are read`)
+  const over = hostileBundle({ chainLength: 2, decoys: MAX_PEM_BLOCKS - 3, decoyKey: normalKey, keyIds: true })
+  const fresh = new RenderWork()
+  const err = thrown(() => certificateMaterial([over.pem], WHAT, 'tls', fresh), ProviderError)
+  t.match(err, { code: 'OUTPUT_FAILED', message: /: format "tls": the material holds more than 32 PEM blocks$/ })
+  t.equal(fresh.used, 0, 'nothing was parsed or counted')
+})
+
+t.test('certificates weigh what parsing them costs: bundles without any chain are refused by the budget', async (t) => {
+  // A key, its certificate and 30 CA certificates nothing names: no signature is ever checked.
+  const b = hostileBundle({ chainLength: 0, decoys: MAX_PEM_BLOCKS - 2, decoyKey: normalKey, keyIds: true })
+  const perObject = RENDER_WORK.object + MAX_PEM_BLOCKS * RENDER_WORK.certificate
+  const n = Math.floor(MAX_RENDER_WORK / perObject) + 1
+  const objs = objects(
+    Array.from({ length: n + 5 }, (_, i) => `- {objectName: b${i}, secretPath: secret/data/b, format: tls}`).join('\n'),
+  )
+  const work = new RenderWork()
+  const err = await renderObjects(
+    objs,
+    objs.map(() => ({ data: { data: { bundle: b.pem } } })),
+    0o644,
+    objs.map((o) => `object "${o.objectName}"`),
+    undefined,
+    new Set(),
+    { work },
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  t.ok(err instanceof ProviderError)
+  t.match(err, {
+    code: 'MOUNT_BUDGET_EXCEEDED',
+    message: new RegExp(`^object "b${n - 1}" takes the Mount past its render work budget`),
+  })
 })
 
 t.test('the render takes a turn after each keystore and stops when its pace says so', async (t) => {

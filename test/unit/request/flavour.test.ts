@@ -158,6 +158,30 @@ t.test('errors name the parameter the class used, and OpenBao’s flags', async 
   )
 })
 
+t.test('the error fields name the parameter as the class spelt it', async (t) => {
+  const parameterOf = (params: Record<string, string>): string | undefined =>
+    thrown(() => mount(params), ProviderError).fields.parameter
+  t.equal(parameterOf({ baoAddress: 'vault:8200', vaultAddress: 'https://v.example:8200' }), 'baoAddress')
+  t.equal(parameterOf({ openbaoNamespace: 'team a' }), 'openbaoNamespace')
+  t.equal(parameterOf({ vaultSkipTLSVerify: 'yes' }), 'vaultSkipTLSVerify')
+  t.equal(parameterOf({ openbaoAuthNamespace: 'n'.repeat(300) }), 'openbaoAuthNamespace')
+  t.equal(parameterOf({ baoTLSClientCertPath: '/c.pem' }), 'baoTLSClientCertPath')
+  t.equal(
+    thrown(() => mount({}, 'openbao', { ...DEFAULTS, address: undefined }), ProviderError).fields.parameter,
+    'baoAddress',
+    'the name to set, when none is',
+  )
+  t.equal(
+    thrown(() => mount({}, 'openbao', { ...DEFAULTS, authMount: 'a/../b' }), ProviderError).fields.parameter,
+    undefined,
+    "a flag's value is no parameter's fault",
+  )
+  t.equal(
+    thrown(() => parseVaultSettings({ baoNamespace: 'team a' }, DEFAULTS, 'openbao'), ProviderError).fields.parameter,
+    'baoNamespace',
+  )
+})
+
 t.test('parseVaultSettings takes the flavour too', async (t) => {
   const settings = parseVaultSettings({ baoRoleName: 'r', baoAddress: 'https://b.example:8200' }, DEFAULTS, 'openbao')
   t.same(settings, {

@@ -7,7 +7,14 @@ import { parse as parseYaml } from 'yaml'
 import { status as GrpcStatus } from '@grpc/grpc-js'
 import { ProviderError } from '../../../src/errors.js'
 import { canonicalJson } from '../../../src/util/canonical-json.js'
-import { MAX_OBJECTS, MAX_SECRET_ARGS_DEPTH, normaliseSecretPath, parseObjects } from '../../../src/request/objects.js'
+import { MAX_ISSUES } from '../../../src/request/issues.js'
+import {
+  collectObjects,
+  MAX_OBJECTS,
+  MAX_SECRET_ARGS_DEPTH,
+  normaliseSecretPath,
+  parseObjects,
+} from '../../../src/request/objects.js'
 import type { SecretObject } from '../../../src/request/types.js'
 import { thrown } from '../../support/thrown.js'
 
@@ -730,5 +737,98 @@ t.test('namespace: an object read in another Vault namespace, bounded like vault
   t.match(
     objectError('objectName: a', 'secretPath: secret/data/a', 'namespace: {x: 1}').message,
     /namespace must be a string/,
+  )
+})
+
+/** What a problem says and what its fields point at, for comparing lists of them. */
+function described(err: ProviderError): [string, number | undefined, string | undefined, string] {
+  return [err.code, err.fields.object?.index, err.fields.file, err.message]
+}
+
+t.test('collectObjects: every object’s problem, then those across objects, in one pass', async (t) => {
+  const text = [
+    '- {objectName: a, secretPath: s, secretkey: x}', // 0: unknown field; keeps its name "a"
+    '- {objectName: b, secretPath: s}', // 1
+    '- {secretPath: s}', // 2: no objectName
+    "- {objectName: t, template: '{{@a}} {{@missing}}'}", // 3: @a is refused, but an object: only @missing
+    '- {objectName: b, secretPath: s}', // 4: a second "b"
+    '- {objectName: b/x, secretPath: s}', // 5: inside the file object "b"
+    "- {objectName: t2, template: '{{@t}}'}", // 6: references a template
+    '- {objectName: k, secretPath: s, format: pkcs12, passwordObject: t}', // 7: password from a template
+    '- {objectName: /abs, secretPath: s}', // 8: a name no other object can use
+    '- {objectName: u, secretPath: s, passwordObject: a}', // 9: passwordObject without pkcs12
+  ].join('\n')
+  const { objects, issues, names } = collectObjects(text)
+  t.same(issues.map(described), [
+    [
+      'BAD_OBJECT',
+      0,
+      undefined,
+      'object "a": unknown field "secretkey" (known fields: objectName, secretPath, secretKey, method, secretArgs, filePermission, encoding, secretKeyPath, format, template, passwordObject, optional, namespace)',
+    ],
+    ['BAD_OBJECT', 2, undefined, 'objects[2]: objectName is missing or not a string'],
+    ['BAD_OBJECT', 8, undefined, 'object "/abs": objectName is absolute; it must be relative to the volume'],
+    ['BAD_OBJECT', 9, undefined, 'object "u": passwordObject is for format pkcs12 only'],
+    ['BAD_OBJECT', undefined, 'b', 'objectName must be unique; duplicated: "b"'],
+    ['BAD_OBJECT', undefined, 'b/x', 'object "b/x" needs "b" to be a directory, but object "b" is a file'],
+    [
+      'BAD_OBJECT',
+      3,
+      undefined,
+      'object "t": template references @"missing", which is not an objectName of this SecretProviderClass (objects it can reference: "a", "b", "b/x", "k", "u")',
+    ],
+    [
+      'BAD_OBJECT',
+      6,
+      undefined,
+      'object "t2": template references @"t", which is itself a template; templates can reference only objects that read a secret',
+    ],
+    [
+      'BAD_OBJECT',
+      7,
+      undefined,
+      'object "k": passwordObject "t" is not an objectName of this SecretProviderClass that reads a secret',
+    ],
+  ])
+  t.ok(
+    issues.every((i) => i.fields.parameter === 'objects'),
+    'every problem names the parameter',
+  )
+  t.same(
+    issues.map((i) => i.fields.object?.name),
+    ['a', undefined, '/abs', 'u', undefined, undefined, 't', 't2', 'k'],
+    'an object is named once it has a name',
+  )
+  t.same(names, ['a', 'b', undefined, 't', 'b', 'b/x', 't2', 'k', undefined, 'u'], 'usable names only')
+  t.same(
+    objects.map((o) => o.objectName),
+    ['b', 't', 'b', 'b/x', 't2', 'k'],
+    'the objects without a problem of their own',
+  )
+  const first = thrown(() => parseObjects(text), ProviderError)
+  t.same(described(first), described(issues[0]!), 'parseObjects fails with the first')
+})
+
+t.test('collectObjects: a problem of the list itself stops the parse', async (t) => {
+  for (const text of ['- [unclosed', 'objectName: x', '[]', '~', 'a: *b']) {
+    const { objects, issues, names } = collectObjects(text)
+    t.same([objects, names, issues.length], [[], [], 1], text)
+    t.same([issues[0]!.code, issues[0]!.fields], ['BAD_PARAMETER', { parameter: 'objects' }], text)
+    t.equal(issues[0]!.message, providerError(() => parseObjects(text)).message)
+  }
+})
+
+t.test('collectObjects: at most MAX_ISSUES problems of a text, then how many more', async (t) => {
+  const bad = MAX_ISSUES + 50
+  const text = Array.from({ length: bad }, (_, i) => `- {objectName: o${i}, secretPath: s, method: DELETE}`).join('\n')
+  const { issues } = collectObjects(text)
+  t.equal(issues.length, MAX_ISSUES + 1)
+  t.equal(
+    issues[MAX_ISSUES - 1]!.message,
+    `object "o${MAX_ISSUES - 1}": method must be one of GET, PUT, POST, got "DELETE"`,
+  )
+  t.same(
+    [issues[MAX_ISSUES]!.code, issues[MAX_ISSUES]!.message, issues[MAX_ISSUES]!.fields],
+    ['BAD_OBJECT', '…and 50 more problems', { parameter: 'objects' }],
   )
 })

@@ -7,6 +7,7 @@ import type { VaultDefaults } from '../../../src/config/config.js'
 import { ProviderError } from '../../../src/errors.js'
 import {
   ATTR,
+  collectMountRequest,
   DEFAULT_AUDIENCE,
   DEFAULT_FILE_MODE,
   MAX_ATTRIBUTE_COUNT,
@@ -675,4 +676,98 @@ t.test('identity "serviceaccount": the namespace and service account only, no po
     thrown(() => mount(noAccount), ProviderError).message,
     /serviceAccount\.name" is missing: the Secrets Store Sync Controller/,
   )
+})
+
+/** A problem's code, the parameter its fields name and its message. */
+function described(err: ProviderError): [string, string | undefined, string] {
+  return [err.code, err.fields.parameter, err.message]
+}
+
+t.test(
+  'collectMountRequest: every problem in one pass, each naming its parameter; a Mount fails with the first',
+  async (t) => {
+    const raw = request(
+      {
+        roleName: undefined,
+        vaultAddress: 'ftp://vault',
+        objects: undefined,
+        vaultNamespace: 'team a',
+        vaultAuthMountPath: 'jwt',
+        vaultKubernetesMountPath: 'kubernetes',
+        vaultSkipTLSVerify: 'yes',
+        vaultTLSServerName: 'bad name',
+        vaultTLSClientKeyPath: '/k.pem',
+        [ATTR.podUid]: undefined,
+      },
+      { permission: '"rw"' },
+    )
+    const { spec, issues } = collectMountRequest(raw, DEFAULTS)
+    t.equal(spec, undefined)
+    t.same(issues.map(described), [
+      ['BAD_REQUEST', undefined, 'permission must be a decimal file mode from 0 to 511 (420 is 0644), got "\\"rw\\""'],
+      ['BAD_PARAMETER', 'roleName', 'parameter "roleName" is required: the Vault role the pod logs in with'],
+      [
+        'BAD_PARAMETER',
+        'vaultAddress',
+        'parameter "vaultAddress" "ftp://vault" must start with https://, http:// or unix://',
+      ],
+      ['BAD_PARAMETER', 'objects', 'parameter "objects" is missing: list the secrets to mount'],
+      [
+        'BAD_REQUEST',
+        undefined,
+        'attribute "csi.storage.k8s.io/pod.uid" is missing: the driver passes it when its CSIDriver object has podInfoOnMount: true',
+      ],
+      [
+        'BAD_PARAMETER',
+        'vaultAuthMountPath',
+        'set only one of parameters "vaultAuthMountPath" and "vaultKubernetesMountPath" (they are aliases)',
+      ],
+      [
+        'BAD_PARAMETER',
+        'vaultNamespace',
+        'parameter "vaultNamespace" "team a" may hold only visible ASCII characters (no spaces, controls or non-ASCII letters)',
+      ],
+      ['BAD_PARAMETER', 'vaultSkipTLSVerify', 'parameter "vaultSkipTLSVerify" must be true or false, got "yes"'],
+      [
+        'BAD_PARAMETER',
+        'vaultTLSServerName',
+        'parameter "vaultTLSServerName" "bad name" must be a DNS name such as "vault.example.com"',
+      ],
+      [
+        'BAD_PARAMETER',
+        'vaultTLSClientKeyPath',
+        'parameters "vaultTLSClientCertPath" and "vaultTLSClientKeyPath" go together: set both or neither',
+      ],
+    ])
+    t.same(
+      described(providerError(() => parseMountRequest(raw, DEFAULTS))),
+      described(issues[0]!),
+      'a Mount fails with the first',
+    )
+
+    const good = collectMountRequest(request(), DEFAULTS)
+    t.same([good.issues, good.address], [[], 'https://vault.default.svc:8200'])
+    t.same(good.spec, parseMountRequest(request(), DEFAULTS), 'the spec a Mount gets')
+  },
+)
+
+t.test('collectMountRequest: a parameter refused for its length is not read, nor blamed again', async (t) => {
+  const long = 'x'.repeat(5000)
+  const { issues, address } = collectMountRequest(
+    request({ roleName: long, vaultAddress: long, vaultTLSClientCertPath: long, vaultTLSClientKeyPath: '/k.pem' }),
+    DEFAULTS,
+  )
+  t.same(issues.map(described), [
+    ['BAD_PARAMETER', 'roleName', 'parameter "roleName" is longer than 256 characters'],
+    ['BAD_PARAMETER', 'vaultAddress', 'parameter "vaultAddress" is longer than 2048 characters'],
+    ['BAD_PARAMETER', 'vaultTLSClientCertPath', 'parameter "vaultTLSClientCertPath" is longer than 4096 characters'],
+  ])
+  t.equal(address, undefined, "the flag's address does not stand in for a refused one")
+})
+
+t.test('collectMountRequest: attributes that cannot be read stop at once', async (t) => {
+  for (const attributes of ['not json', '[]', JSON.stringify({ a: 1 })]) {
+    const { spec, issues } = collectMountRequest({ attributes, secrets: 'null', permission: '"rw"' }, DEFAULTS)
+    t.same([spec, issues.length, issues[0]!.code], [undefined, 1, 'BAD_REQUEST'], attributes)
+  }
 })

@@ -31,6 +31,7 @@ const EXPECTED: Record<ErrorCode, GrpcStatus> = {
   LOGIN_IDENTITY_MISMATCH: GrpcStatus.PERMISSION_DENIED,
   AUDIENCE_NOT_ALLOWED: GrpcStatus.PERMISSION_DENIED,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
+  CANCELLED: GrpcStatus.CANCELLED,
   HMAC_KEY_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   SHUTTING_DOWN: GrpcStatus.UNAVAILABLE,
   INTERNAL: GrpcStatus.INTERNAL,
@@ -70,3 +71,13 @@ t.test('status names as the metrics and the CLI show them', async (t) => {
   t.equal(mountStatusName('VAULT_PERMISSION_DENIED'), 'PERMISSION_DENIED')
   t.equal(mountStatusName('RESPONSE_TOO_LARGE'), 'RESOURCE_EXHAUSTED')
 })
+
+t.test(
+  "the driver's cancellation is CANCELLED, its deadline DEADLINE_EXCEEDED: two statuses, two metric labels",
+  async (t) => {
+    t.equal(grpcStatusOf('CANCELLED'), GrpcStatus.CANCELLED)
+    t.equal(grpcStatusOf('DEADLINE_EXCEEDED'), GrpcStatus.DEADLINE_EXCEEDED)
+    t.equal(mountStatusName('CANCELLED'), 'CANCELLED')
+    t.equal(mountStatusName('DEADLINE_EXCEEDED'), 'DEADLINE_EXCEEDED')
+  },
+)

@@ -11,6 +11,7 @@ import {
   MAX_VAULT_ERROR_CHARS,
   oneLine,
   classify,
+  deadlineError,
   describeFailure,
   isTimeout,
   SecretNotStored,
@@ -180,10 +181,18 @@ t.test('vaultError: a 403 on login vs on read', async (t) => {
   t.equal(sealed.code, 'VAULT_UNAVAILABLE')
   t.equal(sealed.message, 'login: Vault answered 503: Vault is sealed or in standby')
 
-  // The caller left: DEADLINE_EXCEEDED, saying so.
+  // The caller left: CANCELLED, saying so.
   const left = vaultError(new VaultCallAborted(), { call: 'object "a"' }, false)
-  t.equal(left.code, 'DEADLINE_EXCEEDED')
+  t.equal(left.code, 'CANCELLED')
   t.equal(left.message, 'object "a": the driver cancelled the Mount before Vault answered')
+
+  // Out of time is not the same as a caller that left: each has its code, the message unchanged.
+  const late = deadlineError({ call: 'object "a"' }, false)
+  t.equal(late.code, 'DEADLINE_EXCEEDED')
+  t.equal(late.message, 'object "a": Vault did not answer before the Mount\'s deadline')
+  const gone = deadlineError({ call: 'object "a"' }, true)
+  t.equal(gone.code, 'CANCELLED')
+  t.equal(gone.message, 'object "a": the driver cancelled the Mount before Vault answered')
 
   // A ProviderError passes through untouched.
   const own = new ProviderError('DEADLINE_EXCEEDED', 'out of time')

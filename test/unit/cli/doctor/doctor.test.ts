@@ -5,19 +5,19 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { doctorTarget, type DoctorTarget } from '../../../../src/cli/doctor/doctor.js'
+import { doctorTarget, runDoctor, type DoctorTarget } from '../../../../src/cli/doctor/doctor.js'
 import { buildAttributes, readSecretProviderClass } from '../../../../src/cli/spc.js'
 import { loadConfig } from '../../../../src/config/config.js'
 import { parseMountRequest } from '../../../../src/request/parse-request.js'
 import { tempDirFor } from '../../../support/tmp.js'
 
-async function spcFile(t: Parameters<typeof tempDirFor>[0], parameters: string): Promise<string> {
+async function spcFile(t: Parameters<typeof tempDirFor>[0], parameters: string, provider = 'vault'): Promise<string> {
   const dir = await tempDirFor(t, 'vcp-doctor-unit-')
   const file = join(dir, 'spc.yaml')
   await writeFile(
     file,
     'apiVersion: secrets-store.csi.x-k8s.io/v1\nkind: SecretProviderClass\n' +
-      `metadata: {name: app, namespace: shop}\nspec:\n  provider: vault\n  parameters:\n${parameters}`,
+      `metadata: {name: app, namespace: shop}\nspec:\n  provider: ${provider}\n  parameters:\n${parameters}`,
   )
   return file
 }
@@ -125,4 +125,36 @@ t.test('a provider: openbao class is read with OpenBao’s names and defaults', 
   t.equal(openbao.vault.address, 'https://bao.example:8200')
   t.equal(openbao.audience, 'openbao')
   t.strictSame(doctorTarget(params, none, {}), { kind: 'no-address' }, 'a vault class does not read baoAddress')
+})
+
+t.test('no address: doctor names the parameter and variable of the class’s flavour', async (t) => {
+  // No address in the environment either (the test's own must not decide the outcome).
+  for (const name of ['VAULT_ADDR', 'BAO_ADDR']) {
+    const saved = process.env[name]
+    delete process.env[name]
+    t.teardown(() => {
+      if (saved !== undefined) process.env[name] = saved
+    })
+  }
+  const dir = await tempDirFor(t, 'vcp-doctor-unit-')
+  const reachable = async (provider: string): Promise<string | undefined> => {
+    const spc = await spcFile(t, `    roleName: web\n${OBJECTS}`, provider)
+    const results = await runDoctor({
+      socket: join(dir, 'none.sock'),
+      spc,
+      // A key file: no Kubernetes API is asked for the key or the RBAC.
+      providerFlags: [`-hmac-key-file=${join(dir, 'hmac.key')}`],
+    })
+    return results.find((r) => r.id === 'vault.reachable')?.detail
+  }
+  t.equal(
+    await reachable('openbao'),
+    'no OpenBao address: pass --vault-addr, set BAO_ADDR, or --spc with baoAddress',
+    'a provider: openbao class: baoAddress, never vaultAddress',
+  )
+  t.equal(
+    await reachable('vault'),
+    'no Vault address: pass --vault-addr, set VAULT_ADDR, or --spc with vaultAddress',
+    'a provider: vault class: vaultAddress',
+  )
 })

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { grpcStatusOf } from '../../../src/server/grpc-status.js'
 import { loadProviderService } from '../../../src/server/grpc-server.js'
-import { checkResponseSize, encodedResponseBytes, formatBytes } from '../../../src/server/response-size.js'
+import { checkResponseSize, encodedResponseBytes } from '../../../src/mount/response-size.js'
+import { formatBytes } from '../../../src/util/format-bytes.js'
 
 const serialize = loadProviderService().Mount!.responseSerialize as (v: unknown) => Buffer
 

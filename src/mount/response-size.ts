@@ -1,12 +1,11 @@
 /**
  * The driver refuses a MountResponse larger than its --max-call-recv-msg-size
- * (4 MiB by default) with an opaque gRPC error. Check it here, where the
- * response is assembled, and say which objects are the big ones instead.
+ * (4 MiB by default) with an opaque gRPC error. The Mount checks its answer
+ * against -max-response-size before it counts as answered (service.ts), so the
+ * daemon and the CLI's in-process mount refuse it alike, naming the big objects.
  */
 import { ProviderError, q } from '../errors.js'
 import { formatBytes } from '../util/format-bytes.js'
-
-export { formatBytes }
 
 interface SizedObject {
   id: string
