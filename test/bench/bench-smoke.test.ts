@@ -11,6 +11,10 @@ import { BUDGET, renderMarkdown, type BenchResults } from '../../bench/report.js
 import { FLOOR, isFloor } from '../../bench/scenarios.js'
 import { tempDirFor } from '../support/tmp.js'
 
+// Two whole --quick benchmark runs: 2 minutes on a quiet machine, 5 under a loaded one (tap's 300 s per
+// file stopped it there once): the file's time limit is a guard against a hang, not a bound.
+t.setTimeout(15 * 60_000)
+
 // The floor as bench/run.sh builds it, from the current bench/floor-provider.ts.
 t.before(async () => {
   const { warnings } = await buildFloor()
