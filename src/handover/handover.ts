@@ -227,6 +227,8 @@ export class StateHandover {
   private busy = false
   /** Connections in their handshake, oldest first. */
   private readonly handshakes = new Set<net.Socket>()
+  /** Those of them that have sent a whole hello: a peer that says nothing, or trickles, never gets here. */
+  private readonly greeted = new WeakSet<net.Socket>()
   private handedOver = false
   /** Replaced or shutting down: offers nothing any more (its state is stale or gone). */
   private closed = false
@@ -481,11 +483,13 @@ export class StateHandover {
     // A peer that resets the connection must not take the process down (the reader reports it).
     socket.on('error', () => undefined)
     // Connections still in their handshake do not keep a successor out: several may run at once,
-    // each within HANDSHAKE_MS, and past MAX_HANDSHAKES a newer one pushes the oldest out.
+    // each within HANDSHAKE_MS, and past MAX_HANDSHAKES a newer one pushes out the oldest that has not
+    // said hello yet (else the oldest): peers reconnecting as fast as they are dropped cannot push out
+    // a successor whose hello came in.
     if (this.handshakes.size >= MAX_HANDSHAKES) {
-      const oldest = this.handshakes.values().next().value
-      this.handshakes.delete(oldest!)
-      oldest?.destroy()
+      const pushed = this.oldestSilent() ?? this.handshakes.values().next().value!
+      this.handshakes.delete(pushed)
+      pushed.destroy()
     }
     this.handshakes.add(socket)
     const reader = new FrameReader(socket, { maxFrameBytes: 64 * 1024, maxTotalBytes: 1024 * 1024 })
@@ -496,6 +500,7 @@ export class StateHandover {
       const handshake = bound(HANDSHAKE_MS, 'authenticated')
       const helloBytes = await within(handshake, (ms) => reader.nextBytes(ms))
       const hello = expectType(parseMessage(parseFrame(helloBytes)), 'hello')
+      this.greeted.add(socket)
       if (hello.protocol !== PROTOCOL || hello.version !== PROTOCOL_VERSION) {
         throw new Refusal(`handover version ${hello.version}, this provider speaks ${PROTOCOL_VERSION}`)
       }
@@ -552,6 +557,11 @@ export class StateHandover {
       socket.end()
       if (mine && !handedOver) this.busy = false
     }
+  }
+
+  private oldestSilent(): net.Socket | undefined {
+    for (const socket of this.handshakes) if (!this.greeted.has(socket)) return socket
+    return undefined
   }
 
   /** Marks everything as handed over (this process never revokes it from now on) and streams it. */

@@ -293,3 +293,48 @@ t.test('connections that say nothing do not keep the successor out', async (t) =
   t.same(counts?.identity, { taken_over: 1, refused: 0, expired: 0 }, 'the successor took the state over')
   t.equal(v.count(/login$/), 1, 'no login of its own')
 })
+
+t.test('connections reopened as fast as they are dropped do not push out a successor that said hello', async (t) => {
+  const dir = await tempDirFor(t)
+  const endpoint = join(dir, 'vault.sock')
+  const v = vault()
+  // The predecessor reads its key after a hello: held here until the flood below has come in.
+  let keyAsked!: () => void
+  const asked = new Promise<void>((r) => (keyAsked = r))
+  let release!: () => void
+  const released = new Promise<void>((r) => (release = r))
+  let hold = false
+  const old = await side(t, endpoint, v, {
+    hmacKey: {
+      description: 'test key',
+      get: async () => {
+        if (hold) {
+          keyAsked()
+          await released
+        }
+        return key
+      },
+    },
+  })
+  await readCreds(old.pool)
+  await old.handover.takeOver(undefined)
+  hold = true
+  const next = await side(t, endpoint, v)
+  const taking = next.handover.approach().then((offer) => next.handover.takeOver(offer))
+  await asked
+  // Twice as many silent connections as the predecessor keeps in their handshake, after the hello.
+  const flood = Array.from({ length: 2 * MAX_HANDSHAKES }, () => net.connect({ path: `${endpoint}.handover` }))
+  let pushedOut = 0
+  for (const s of flood) {
+    s.on('error', () => undefined)
+    s.on('close', () => (pushedOut += 1))
+    t.teardown(() => s.destroy())
+  }
+  // 2 × MAX_HANDSHAKES + 1 connections for MAX_HANDSHAKES places: MAX_HANDSHAKES + 1 are pushed out, the
+  // successor's first if it is the oldest one.
+  await until('the predecessor to push connections out', () => pushedOut >= MAX_HANDSHAKES)
+  release()
+  const counts = await taking
+  t.same(counts?.identity, { taken_over: 1, refused: 0, expired: 0 }, 'the successor took the state over')
+  t.equal(v.count(/login$/), 1, 'no login of its own')
+})
