@@ -5,8 +5,8 @@ import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
-import { PACKAGE_ROOT } from '../../src/package-info.js'
-import { tempDirFor } from '../support/tmp.js'
+import { PACKAGE_ROOT } from '../../../src/package-info.js'
+import { tempDirFor } from '../../support/tmp.js'
 
 const SCRIPT = join(PACKAGE_ROOT, 'scripts', 'shared-dir.sh')
 
