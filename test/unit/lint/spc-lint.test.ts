@@ -212,7 +212,7 @@ t.test('lintYaml: lines in the file, the Mount’s messages, and what only the A
     [
       15,
       'warning',
-      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthNamespace, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
+      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthNamespace, vaultReadConsistency, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
     ],
     [19, 'error', 'object "b": encoding must be one of utf-8, base64, hex, got "rot13"'],
   ])
