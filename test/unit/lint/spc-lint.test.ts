@@ -474,6 +474,7 @@ t.test('lintYaml: an openbao class is checked with OpenBao’s names, precedence
         '    vaultKubernetesMountPath: kubernetes', // 13
         '    baoSkipTLSVerify: "yes"', // 14
         '    baoTLSClientCertPath: /c.pem', // 15
+        '    baoReadConsistency: consistent', // 16
         '    objects: "- {objectName: a, secretPath: s}"',
       ].join('\n'),
     ),
@@ -496,6 +497,7 @@ t.test('lintYaml: an openbao class is checked with OpenBao’s names, precedence
         'openbao',
         'parameters "baoTLSClientCertPath" and "baoTLSClientKeyPath" go together: set both or neither',
       ],
+      [16, 'baoReadConsistency', 'openbao', 'parameter "baoReadConsistency" "consistent" must be strong or eventual'],
     ],
   )
   const noAddress = lintYaml(
