@@ -64,7 +64,7 @@ const TABLE = [
     detail: "It is the namespace of the token's renewal and revocation too; unset: the login is in `-vault-namespace`" },
   { name: 'vault-read-consistency', kind: 'string', ours: true, default: '`strong`',
     meaning: "`strong`: reads see every acknowledged write; `eventual`: a cluster's standby may answer (a class: `vaultReadConsistency`)",
-    detail: "`strong`: reads carry `X-Vault-Inconsistent: forward-active-node` and an `X-Vault-Index` no standby has reached, so an OpenBao 2.5+ standby forwards them to the active node (a Vault OSS standby forwards everything anyway). `eventual`: a standby may answer, measured 40–170 ms behind the active node; a read after the Mount's own login or write still sees it. See [failure-behaviour.md](failure-behaviour.md#vault-clusters)" },
+    detail: "`strong`: reads carry `X-Vault-Inconsistent: forward-active-node` and an `X-Vault-Index` no standby has reached, so an OpenBao 2.5+ standby forwards them to the active node (a Vault OSS standby forwards everything anyway). `eventual`: a standby may answer, measured 40–170 ms behind the active node; a read after the identity's own login or write still sees it. See [failure-behaviour.md](failure-behaviour.md#vault-clusters)" },
   { name: 'vault-tls-ca-cert', kind: 'string', env: 'VAULT_CACERT', openbaoName: 'openbao-tls-ca-cert',
     openbaoEnv: 'BAO_CACERT', meaning: 'PEM file of CAs to trust for Vault' },
   { name: 'vault-tls-ca-directory', kind: 'string', env: 'VAULT_CAPATH', openbaoName: 'openbao-tls-ca-directory',
