@@ -136,6 +136,8 @@ export interface VaultReach {
   allowlist: AddressAllowlist
   /** Told about every Vault call (NO_OBSERVER where nobody listens). */
   observer: VaultObserver
+  /** Where a transport's one warning goes (an index format strong reads cannot use); none: not logged. */
+  logger?: Logger
 }
 
 /**
@@ -154,6 +156,9 @@ export function buildVaultTransports(config: ProviderConfig, reach: VaultReach):
       observer: reach.observer,
       idleConnectionMs: config.vaultIdleConnectionMs,
       proxy: reach.proxy,
+      logger: reach.logger,
+      // A standby's redirect is followed only where the operator named the addresses a token may go.
+      redirectTargets: reach.allowlist.allowsAny ? undefined : reach.allowlist,
     },
     new SecureContexts(),
   )
@@ -295,7 +300,12 @@ export async function buildMountService(
     )
   }
   // One transport per Vault connection, reporting every call (health probes included) to the observer.
-  const transports = buildVaultTransports(config, { proxy, allowlist, observer: vaultObserver ?? NO_OBSERVER })
+  const transports = buildVaultTransports(config, {
+    proxy,
+    allowlist,
+    observer: vaultObserver ?? NO_OBSERVER,
+    logger,
+  })
   // The breaker probes with the provider's own settings for an address, never a Mount's: the
   // operator's TLS for -vault-addr (through its shared pool), none for any other address; the egress
   // proxy the environment names for either.

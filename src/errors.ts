@@ -23,7 +23,8 @@ export const ERROR_CATALOGUE = {
   VAULT_NOT_FOUND: 'Vault answered 404: the secret (or the Vault path) does not exist.',
   SECRET_KEY_NOT_FOUND: "The secret Vault returned lacks the key the object's `secretKey` names.",
   VAULT_BAD_REQUEST: 'Vault answered 400 (usually a bad secretArgs / query / method).',
-  VAULT_UNAVAILABLE: 'Vault is sealed, in standby without forwarding, unreachable or failing.',
+  VAULT_UNAVAILABLE:
+    'Vault is unreachable, failing or sealed, or its cluster has no active node (electing a leader), until the deadline.',
   VAULT_RATE_LIMITED: 'Vault answered 429 (rate-limit quota).',
   VAULT_BAD_RESPONSE: 'Vault answered, but with something the provider cannot use.',
   DECODE_FAILED: "The extracted value cannot be decoded with the object's `encoding`.",
@@ -38,7 +39,7 @@ export const ERROR_CATALOGUE = {
     'One Mount fetched or rendered more than its budget (-max-mount-bytes, or its render work), or the node-wide budget is spent.',
   VAULT_RESPONSE_TOO_LARGE: "A Vault answer's body is larger than -max-vault-response-size (it is not read further).",
   VAULT_REDIRECT_REFUSED:
-    'Vault answered with a redirect; redirects are never followed (a token must not travel elsewhere).',
+    "The address answered with a redirect that is not a standby's (another path or scheme, or permanent): it is probably not Vault's API; nothing was sent there.",
   POD_TOKEN_MISMATCH: 'The service-account token a Mount presents does not belong to the pod its attributes name.',
   LOGIN_IDENTITY_MISMATCH:
     "A login answer was not issued for the pod's service-account token (e.g. a `cert` auth mount).",

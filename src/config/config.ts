@@ -29,6 +29,15 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 export const IDENTITY_SCOPES = ['pod', 'serviceaccount'] as const
 export type IdentityScopeName = (typeof IDENTITY_SCOPES)[number]
 /**
+ * -vault-read-consistency and a class's `vaultReadConsistency`: `strong`, every read sees every write
+ * Vault acknowledged before it (a cluster's standbys forward it to the active node); `eventual`, a
+ * standby may answer it from its own copy, a fraction of a second behind (vault/transport/consistency.ts).
+ */
+export const READ_CONSISTENCIES = ['strong', 'eventual'] as const
+export type ReadConsistency = (typeof READ_CONSISTENCIES)[number]
+/** What users of -static-freshness 0 expect: every acknowledged write. */
+export const DEFAULT_READ_CONSISTENCY: ReadConsistency = 'strong'
+/**
  * -mode: who calls the provider. `node`: the CSI driver on the node, for pods (the default).
  * `sync-controller`: the Secrets Store Sync Controller, whose sidecar the provider is, for
  * SecretSyncs (docs/sync-controller.md).
@@ -79,6 +88,8 @@ export interface VaultDefaults {
   authNamespace?: string
   authMount: string
   tls: VaultTlsConfig
+  /** -vault-read-consistency; absent: DEFAULT_READ_CONSISTENCY. A class's parameter overrides it. */
+  readConsistency?: ReadConsistency
 }
 
 /** A socket the daemon serves, and the provider flavour its name says the driver calls there. */
@@ -270,6 +281,16 @@ function parseAuthMountFlag(given: Sourced<string> | undefined): string {
     )
   }
   return given.value
+}
+
+function parseReadConsistency(raw: string | undefined): ReadConsistency {
+  if (raw === undefined) return DEFAULT_READ_CONSISTENCY
+  if (!(READ_CONSISTENCIES as readonly string[]).includes(raw)) {
+    throw new ConfigError(
+      `-vault-read-consistency must be one of ${READ_CONSISTENCIES.join(', ')}, got ${JSON.stringify(raw)}`,
+    )
+  }
+  return raw as ReadConsistency
 }
 
 function parseIdentityScope(raw: string | undefined, mode: ProviderMode): IdentityScopeName {
@@ -590,6 +611,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       namespace: checked(setting('vault-namespace'), namespaceProblem),
       ...optionalField('authNamespace', checked(setting('vault-auth-namespace'), namespaceProblem)),
       authMount: parseAuthMountFlag(setting('vault-mount')),
+      readConsistency: parseReadConsistency(str('vault-read-consistency')),
       tls: {
         caCertPath: setting('vault-tls-ca-cert')?.value,
         caDirectory: setting('vault-tls-ca-directory')?.value,

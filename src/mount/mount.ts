@@ -123,7 +123,9 @@ export async function runMount(
   keyPromise.catch(() => undefined)
 
   // A template without secretPath reads only other objects: nothing to fetch for it.
-  const plan = planRequests(spec.objects, spec.vault.namespace).filter((planned) => planned.request.path !== '')
+  const plan = planRequests(spec.objects, spec.vault.namespace, spec.readConsistency).filter(
+    (planned) => planned.request.path !== '',
+  )
   const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, async (planned) => {
     budget?.check()
     const label = objectsLabel(spec, planned.objectIndexes)

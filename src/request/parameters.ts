@@ -20,7 +20,7 @@ export const MAX_ADDRESS_PARAMETER_CHARS = 2048
 export const MAX_PATH_PARAMETER_CHARS = 4096
 
 /** What a parameter holds, which sets its length limit. */
-export type ParameterKind = 'name' | 'address' | 'path' | 'boolean' | 'objects' | 'pem'
+export type ParameterKind = 'name' | 'address' | 'path' | 'boolean' | 'choice' | 'objects' | 'pem'
 
 /** How the parser refers to a parameter, whatever a SecretProviderClass calls it. */
 export type ParameterKey =
@@ -29,6 +29,7 @@ export type ParameterKey =
   | 'namespace'
   | 'authNamespace'
   | 'authMountPath'
+  | 'readConsistency'
   | 'kubernetesMountPath'
   | 'audience'
   | 'skipTlsVerify'
@@ -100,6 +101,14 @@ export const PARAMETERS: readonly ParameterSpec[] = [
     maxChars: MAX_NAME_PARAMETER_CHARS,
     legacy: false,
     meaning: 'the namespace of the login, when it is not the namespace of the reads',
+  },
+  {
+    key: 'readConsistency',
+    names: prefixed('ReadConsistency'),
+    kind: 'choice',
+    maxChars: MAX_NAME_PARAMETER_CHARS,
+    legacy: false,
+    meaning: '`strong` or `eventual`: whether a read may come from a standby, instead of -vault-read-consistency',
   },
   {
     key: 'authMountPath',

@@ -6,7 +6,14 @@
  * `csi.storage.k8s.io/*` keys are trustworthy, and only because kubelet
  * writes them last.
  */
-import { parseBool, type VaultDefaults, type VaultTlsConfig } from '../config/config.js'
+import {
+  DEFAULT_READ_CONSISTENCY,
+  parseBool,
+  READ_CONSISTENCIES,
+  type ReadConsistency,
+  type VaultDefaults,
+  type VaultTlsConfig,
+} from '../config/config.js'
 import { DEFAULT_FLAVOUR, FLAVOURS, type ProviderFlavour } from '../config/flavour.js'
 import {
   namespaceProblem,
@@ -307,6 +314,19 @@ function parseNamespace(
   return given.value
 }
 
+/** Whether the Mount's reads may come from a standby: the class's parameter, else -vault-read-consistency. */
+function parseReadConsistency(params: ClassParameters, defaults: VaultDefaults): ReadConsistency {
+  const given = params.given('readConsistency')
+  if (given === undefined) return defaults.readConsistency ?? DEFAULT_READ_CONSISTENCY
+  if (!(READ_CONSISTENCIES as readonly string[]).includes(given.value)) {
+    throw badParameter(
+      `parameter ${q(given.name)} ${q(given.value, 40)} must be ${READ_CONSISTENCIES.join(' or ')}`,
+      given.name,
+    )
+  }
+  return given.value as ReadConsistency
+}
+
 /** The Mount's connection but its address: the namespaces of its reads and of its login, and its TLS settings. */
 function parseConnection(
   params: ClassParameters,
@@ -413,6 +433,7 @@ export function collectMountRequest(
   const pod = issues.attempt(() => parsePod(attrs, identity))
   const authMount = issues.attempt(() => parseAuthMount(params, defaults.authMount))
   const connection = parseConnection(params, defaults, issues)
+  const readConsistency = issues.attempt(() => parseReadConsistency(params, defaults))
 
   if (!issues.none) return { address, issues: issues.list() }
   return {
@@ -423,6 +444,7 @@ export function collectMountRequest(
       authMount: authMount!,
       audience: params.value('audience') ?? params.defaultAudience,
       vault: { address: address!, ...connection },
+      readConsistency: readConsistency!,
       objects: objects!,
       defaultMode: defaultMode!,
       podTokens,

@@ -1,5 +1,5 @@
 /** The typed form of one MountRequest, produced by parse-request.ts. */
-import type { VaultTlsConfig } from '../config/config.js'
+import type { ReadConsistency, VaultTlsConfig } from '../config/config.js'
 
 export const ENCODINGS = ['utf-8', 'base64', 'hex'] as const
 export type Encoding = (typeof ENCODINGS)[number]
@@ -84,6 +84,8 @@ export interface MountSpec {
   authMount: string
   audience: string
   vault: VaultConnection
+  /** Whether the Mount's reads may come from a cluster's standby (vaultReadConsistency, -vault-read-consistency). */
+  readConsistency: ReadConsistency
   objects: SecretObject[]
   /** Default file mode from the request's `permission`. */
   defaultMode: number

@@ -12,6 +12,8 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  VaultRedirect,
+  type NodeCondition,
 } from './transport/call-errors.js'
 import { ProxyConnectionError } from './transport/proxy-connection.js'
 import { tlsHint } from './transport/tls-failures.js'
@@ -25,9 +27,30 @@ export interface VaultFailure {
   detail: string
   /** True when Vault's answer means it is sealed, standby or unreachable. */
   unavailable: boolean
+  /** One node's answer (a sealed node, a standby with no active node, or its redirect): not the cluster's. */
+  node?: NodeCondition | 'redirect'
+}
+
+/** What one node's answer says about the cluster, as people read it. */
+function nodeDetail(node: NodeCondition | 'redirect', answer: string): string {
+  if (node === 'sealed') return `Vault is sealed: the node ${answer}`
+  return `the Vault cluster has no active node to answer (electing a leader): a standby ${answer}`
 }
 
 export function describeFailure(err: unknown): VaultFailure {
+  if (err instanceof VaultRedirect) {
+    if (err.status === 308) return { status: 308, detail: `308 with a redirect to ${err.shown}`, unavailable: false }
+    const answer = `redirected to ${err.shown} (307)`
+    return { status: 307, detail: nodeDetail('redirect', answer), unavailable: true, node: 'redirect' }
+  }
+  if (err instanceof VaultHttpError && err.node !== undefined) {
+    const text = err.errors.join('; ').slice(0, MAX_VAULT_ERROR_CHARS)
+    const answer =
+      err.node === 'behind'
+        ? `that had not reached the index the request carries answered 429 instead of forwarding it`
+        : `answered ${err.status}: ${text}`
+    return { status: err.status, detail: nodeDetail(err.node, answer), unavailable: true, node: err.node }
+  }
   if (err instanceof VaultHttpError) {
     const status = err.status
     let detail = err.errors.join('; ')
@@ -53,7 +76,9 @@ export function describeFailure(err: unknown): VaultFailure {
 /** Which catalogue entry a Vault failure belongs to. `login` marks the auth call. */
 export function classify(failure: VaultFailure, login: boolean): ErrorCode {
   const s = failure.status
-  if (s === undefined) return 'VAULT_UNAVAILABLE'
+  if (s === undefined || failure.node !== undefined) return 'VAULT_UNAVAILABLE'
+  // A permanent redirect the provider did not follow (registry.ts): the address is probably wrong.
+  if (s === 308) return 'VAULT_REDIRECT_REFUSED'
   if (s === 401 || s === 403) return login ? 'VAULT_LOGIN_DENIED' : 'VAULT_PERMISSION_DENIED'
   if (s === 404) return 'VAULT_NOT_FOUND'
   if (s === 429) return 'VAULT_RATE_LIMITED'
@@ -90,14 +115,22 @@ export function vaultError(err: unknown, fields: ErrorFields, login: boolean): P
   if (err instanceof VaultCallAborted) return deadlineError(fields, true)
   const failure = describeFailure(err)
   const code = classify(failure, login)
-  const answer = failure.status === undefined ? failure.detail : `Vault answered ${failure.status}: ${failure.detail}`
+  const answer =
+    failure.status === undefined || failure.node !== undefined
+      ? failure.detail
+      : code === 'VAULT_REDIRECT_REFUSED'
+        ? `Vault answered ${failure.detail}, a permanent redirect the provider does not follow (nothing was sent ` +
+          'there): the address is probably wrong'
+        : `Vault answered ${failure.status}: ${failure.detail}`
   const attempts = attemptsOf(err)
+  // A person is told how often a call was tried when Vault stayed unavailable: what retries are for (a
+  // login's count only after one node's answers: then it says how long the cluster had no active node).
+  const retried = code === 'VAULT_UNAVAILABLE' && attempts > 1 && (!login || failure.node !== undefined)
   return new ProviderError(code, answer, {
     ...fields,
     vaultStatus: failure.status,
     proxy: err instanceof ProxyConnectionError ? err.proxy : undefined,
-    // A person is told how often a read was tried when Vault stayed unavailable: what retries are for.
-    attempts: !login && code === 'VAULT_UNAVAILABLE' && attempts > 1 ? attempts : undefined,
+    attempts: retried ? attempts : undefined,
   })
 }
 
@@ -132,5 +165,7 @@ export class SecretNotStored extends ProviderError {
 
 /** How many attempts the retry layer made for a failed call (1 for anything it did not retry). */
 function attemptsOf(err: unknown): number {
-  return err instanceof VaultHttpError || err instanceof VaultConnectionError ? err.attempts : 1
+  return err instanceof VaultHttpError || err instanceof VaultConnectionError || err instanceof VaultRedirect
+    ? err.attempts
+    : 1
 }

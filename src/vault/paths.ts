@@ -2,6 +2,7 @@
  * Vault API paths: the one way a request's path and query become the text after `/v1/`, and how
  * a request is named in errors and logs. Used by the sessions, the Mount's messages and `doctor`.
  */
+import type { ReadConsistency } from '../config/config.js'
 import type { HttpMethod, Json } from '../request/types.js'
 
 export interface VaultRequest {
@@ -12,6 +13,8 @@ export interface VaultRequest {
   body?: { [key: string]: Json }
   /** The namespace to read in ('' the root namespace); absent: the connection's. */
   namespace?: string
+  /** Whether a cluster's standby may answer (vault/transport/consistency.ts); absent: strong. */
+  consistency?: ReadConsistency
 }
 
 /** Each segment percent-encoded as encodeURIComponent has it; the separators stay. */

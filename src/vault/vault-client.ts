@@ -18,6 +18,7 @@
  */
 import nodeVault from 'node-vault'
 import { NEVER_CANCELLED, type CancelSignal } from '../util/cancellation.js'
+import type { CallConsistency } from './transport/consistency.js'
 import type { VaultCaller } from './transport/transport.js'
 
 export type VaultClient = nodeVault.client
@@ -35,6 +36,20 @@ export interface CallOptions {
   signal: CancelSignal
   /** axios's `maxContentLength`: a tighter cap than -max-vault-response-size (token answers, health). */
   maxContentLength?: number
+  /**
+   * Not axios's: which node of a cluster may answer, and who is told the answer's X-Vault-Index
+   * (transport/consistency.ts). node-vault passes every option on to our hook; the transport makes
+   * the headers, from what its address answered before.
+   */
+  consistency?: CallConsistency
+  /** Not axios's: a connection of the call's own (transport/fresh-connection.ts), after one node's answer. */
+  freshConnection?: boolean
+}
+
+/** What a call states besides its time, namespace and size cap. */
+export interface MoreCallOptions {
+  consistency?: CallConsistency
+  freshConnection?: boolean
 }
 
 /** The options of one call to `namespace` ('' the root namespace), its answer held to `maxBytes` if given. */
@@ -43,9 +58,10 @@ export function callOptions(
   cancel: CancelSignal,
   namespace: string,
   maxBytes?: number,
+  more: MoreCallOptions = {},
 ): CallOptions {
   const headers: Record<string, string> = namespace === '' ? {} : { 'X-Vault-Namespace': namespace }
-  return { timeout: timeoutMs, headers, signal: cancel, maxContentLength: maxBytes }
+  return { timeout: timeoutMs, headers, signal: cancel, maxContentLength: maxBytes, ...more }
 }
 
 /** A call that states no timeout (none of ours) is held to this. */
@@ -84,6 +100,8 @@ function transportHook(
       maxResponseBytes: options.maxContentLength,
       tenant,
       anyStatus,
+      consistency: options.consistency,
+      freshConnection: options.freshConnection,
     })
     // The transport throws for every status but 200 and 204 unless the call allows any (sys/health).
     return { statusCode: answer.status, body: answer.body, request: { path: options.path } }

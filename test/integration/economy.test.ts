@@ -71,6 +71,7 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
       authMount: JWT_MOUNT,
       audience: 'vault',
       vault: { address: fx.bao.addr, tls: { skipVerify: false } },
+      readConsistency: 'strong',
       objects: objects.map((o) => ({
         query: [],
         method: 'GET',

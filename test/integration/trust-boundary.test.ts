@@ -1,6 +1,7 @@
 // Identity and transport at the trust boundary, against a real OpenBao and the built daemon:
 // the provider's TLS client certificate never authenticates a pod (cert auth over mTLS), a
-// Mount's token must match its attributes before cached data serves it, redirects are refused,
+// Mount's token must match its attributes before cached data serves it, a standby's redirect is
+// followed only where the allow-list says so and any other redirect is refused,
 // Vault bodies and TLS files are capped, and the "any address" default is loud and counted.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -93,7 +94,52 @@ t.test('cached identity: the token a Mount presents must match its attributes', 
   t.ok(again.result.ok, 'the pod itself still mounts')
 })
 
-t.test('redirects are refused: nothing reaches the target, not even an allowed one', async (t) => {
+t.test("a standby's redirect: followed once, only where the operator's allow-list names the target", async (t) => {
+  const fx = await Fixture.start({ args: ['-mount-timeout=3s'] })
+  t.teardown(() => fx.stop())
+  await fx.kvPut('tb', { value: SECRET })
+  const received: string[] = []
+  // A stand-in: a real OpenBao standby redirects only during an election or with forwarding off.
+  // This "standby" always sends the client to the real OpenBao (the active node), path and all.
+  const front = http.createServer((req, res) => {
+    received.push(`${req.method} ${req.url}`)
+    res.writeHead(307, { location: `${fx.bao.addr}${req.url}` }).end()
+  })
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => new Promise<void>((r) => front.close(() => r())))
+  const frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}`
+
+  // No -vault-addr-allowlist: never followed; one node's answer, retried until the deadline.
+  const unset = await fx.mount({ params: { objects: OBJECTS, vaultAddress: frontUrl } })
+  t.equal(unset.result.grpcCode, 'Unavailable')
+  t.match(
+    unset.result.message,
+    new RegExp(
+      `login to Vault at ${frontUrl} .*the Vault cluster has no active node to answer \\(electing a leader\\): ` +
+        `a standby redirected to "${fx.bao.addr}:?\\d*" \\(307\\)`,
+    ),
+  )
+  t.notMatch(unset.result.message, /set vaultAddress/)
+  t.ok(received.length > 1, `retried (${received.length} attempts), each on a connection of its own`)
+
+  // An allow-list that does not name the target: not followed either.
+  await fx.restartProvider('SIGTERM', { args: ['-mount-timeout=3s', `-vault-addr-allowlist=${frontUrl}`] })
+  const narrow = await fx.mount({ params: { objects: OBJECTS, vaultAddress: frontUrl } })
+  t.equal(narrow.result.grpcCode, 'Unavailable')
+
+  // The allow-list names both: followed, one hop, the token with it; the Mount succeeds.
+  await fx.restartProvider('SIGTERM', {
+    args: ['-mount-timeout=3s', `-vault-addr-allowlist=${frontUrl},${fx.bao.addr}`],
+  })
+  const before = received.length
+  const followed = await fx.mount({ params: { objects: OBJECTS, vaultAddress: frontUrl } })
+  t.ok(followed.result.ok, `followed: ${followed.result.message}`)
+  t.equal(followed.files.get('v')?.bytes.toString(), SECRET)
+  t.same(received.slice(before), ['POST /v1/auth/jwt/login', 'GET /v1/secret/data/tb'], 'each call redirected once')
+  t.same(findLeaks(await fx.provider.logs(), [SECRET, ...fx.issuedJwts]), [])
+})
+
+t.test('a redirect that is not a standby’s is refused naming the cause; nothing reaches the target', async (t) => {
   const fx = await Fixture.start()
   t.teardown(() => fx.stop())
   const received: string[] = []
@@ -104,17 +150,19 @@ t.test('redirects are refused: nothing reaches the target, not even an allowed o
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => new Promise<void>((r) => target.close(() => r())))
   const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`
-  const front = http.createServer((req, res) => res.writeHead(307, { location: `${targetUrl}${req.url}` }).end())
+  // A web server at the address: its UI redirects everything to /ui/.
+  const front = http.createServer((_req, res) => res.writeHead(302, { location: `${targetUrl}/ui/` }).end())
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', () => r()))
   t.teardown(() => new Promise<void>((r) => front.close(() => r())))
   const frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}`
 
   const r = await fx.mount({ params: { objects: OBJECTS, vaultAddress: frontUrl } })
-  t.equal(r.result.grpcCode, 'PermissionDenied')
+  t.equal(r.result.grpcCode, 'FailedPrecondition')
   t.match(
     r.result.message,
     new RegExp(
-      `login to Vault at ${frontUrl} .*answered 307 with a redirect to "${targetUrl}"; the provider never follows redirects`,
+      `login to Vault at ${frontUrl} .*answered 302 with a redirect to "${targetUrl}"; nothing was sent there: ` +
+        ".*rather than Vault's API: the address is probably wrong",
     ),
   )
   t.same(received, [], 'the JWT never travelled to the redirect target')

@@ -124,6 +124,13 @@ function hostileVault(redirectTo: string, healthVersion: string | undefined): Ha
         case 'redirect':
           res.writeHead(307, { location: `${redirectTo}/v1/auth/jwt/login` }).end()
           return
+        case 'standby-loop':
+          // A "standby" sending the client to an active node that is itself, forever: same path.
+          res.writeHead(307, { location: `http://${req.headers.host ?? ''}${url}` }).end()
+          return
+        case 'sealed':
+          json(res, 503, { errors: ['Vault is sealed'] })
+          return
         case 'huge':
           res.writeHead(200, { 'content-type': 'application/json' })
           streamBody(res, 2 * GiB, chunk)
@@ -143,6 +150,22 @@ function hostileVault(redirectTo: string, healthVersion: string | undefined): Ha
       case 'redirect':
         res.writeHead(302, { location: `${redirectTo}/v1/secret/data/stolen` }).end()
         return
+      case 'sealed':
+        json(res, 503, { errors: ['Vault is sealed'] })
+        return
+      case 'index': {
+        // An X-Vault-Index of its own making, in a format OpenBao 2.7 cannot decode: if it ever reached
+        // another address's record, that address's strong reads would get 400s.
+        const text = JSON.stringify({ data: { password: 'from-the-hostile-vault' } })
+        res
+          .writeHead(200, {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(text),
+            'x-vault-index': 'attacker-cluster:1',
+          })
+          .end(text)
+        return
+      }
       case 'huge':
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': 2 * GiB })
         streamBody(res, 2 * GiB, chunk)

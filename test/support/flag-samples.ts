@@ -15,6 +15,7 @@ export const SAMPLES: Record<FlagName, string> = {
   'vault-mount': 'jwt',
   'vault-namespace': 'ns',
   'vault-auth-namespace': 'auth-ns',
+  'vault-read-consistency': 'eventual',
   'vault-tls-ca-cert': '/tls/ca.pem',
   'vault-tls-ca-directory': '/tls/cas',
   'vault-tls-server-name': 'v.local',

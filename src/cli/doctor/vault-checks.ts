@@ -112,7 +112,7 @@ export function vaultChecks(
       title: 'Vault node is active',
       status: 'warn',
       detail: `${h.performanceStandby ? 'performance ' : ''}standby (sys/health answered ${h.status})`,
-      fix: 'point -vault-addr at the active node or at a load balancer that prefers it; standbys forward or reject requests',
+      fix: "a standby forwards logins and strong reads to the active node (one hop) and serves eventual ones itself; point -vault-addr at the cluster's Service, or its <release>-active Service",
     })
   } else if (h.sealed === true) {
     out.push({ id: 'vault.standby', title: 'Vault node is active', status: 'skip', detail: 'sealed' })

@@ -5,10 +5,16 @@
  * some of them on demand, or a plugin behind a path can be made slow. A failure that may mean the
  * address is down (no connection, no answer in time, 502/503/504) only makes the breaker ask Vault
  * itself: the provider's own health probe (GET sys/health, no token) with the provider's own
- * settings for that address — the operator's TLS for -vault-addr, none of a Mount's. The address
- * opens when that probe finds it unreachable or sealed: every Mount for it then fails at once with
- * UNAVAILABLE saying since when, instead of each pod holding a connection until its deadline. While
- * open, one probe every `probeIntervalMs`; the first healthy answer closes it.
+ * settings for that address — the operator's TLS for -vault-addr, none of a Mount's.
+ *
+ * An address is often a Service in front of a cluster, and one of its nodes may be sealed (a
+ * restarted pod waiting for its unseal key) while the others serve. So a round is
+ * `probesToOpen` probes at once, each over a new connection of its own (behind a Service, as
+ * many nodes as it spreads them over), and the address opens only when all of them find it
+ * unreachable or sealed: one node's answer never opens it, nor cuts the retries of Mounts in
+ * flight. Once open, every Mount for it fails at once with UNAVAILABLE saying since when, instead
+ * of each pod holding a connection until its deadline. While open, one round every
+ * `probeIntervalMs`; the first healthy answer closes it.
  *
  * Probes are rate-limited per address (at most one in flight, one per interval), and the addresses
  * tracked are bounded and fair between namespaces (util/fair-cache.ts). The registry is a layer
@@ -33,6 +39,8 @@ export interface BreakerOptions {
   /** At most this many addresses are tracked, and at most `maxAddressesPerTenant` for one namespace. */
   maxAddresses: number
   maxAddressesPerTenant: number
+  /** Probes of one round, each over its own connection: the address opens only when all find it down. */
+  probesToOpen: number
 }
 
 export const DEFAULT_BREAKER_OPTIONS: BreakerOptions = {
@@ -41,11 +49,15 @@ export const DEFAULT_BREAKER_OPTIONS: BreakerOptions = {
   idleForgetMs: 120_000,
   maxAddresses: 256,
   maxAddressesPerTenant: 16,
+  probesToOpen: 3,
 }
 
 export type ProbeOutcome = { healthy: true } | { healthy: false; sealed: boolean; cause: string }
 
-/** The provider's own health probe of an address, with its own settings for it (health-probe.ts, providerProber). */
+/**
+ * The provider's own health probe of an address, with its own settings for it (health-probe.ts,
+ * providerProber); each call over a connection of its own, never one a Mount or another probe used.
+ */
 export type Prober = (address: string, timeoutMs: number) => Promise<ProbeOutcome>
 
 interface AddressState {
@@ -69,6 +81,16 @@ function iso(ms: number): string {
 export function mayBeDown(err: unknown): boolean {
   if (err instanceof VaultConnectionError) return isConnectionFailure(err)
   return err instanceof VaultHttpError && (err.status === 502 || err.status === 503 || err.status === 504)
+}
+
+/**
+ * A round's verdict: healthy when any probe found a node that serves; down (sealed when every
+ * probe says so) only when all agree.
+ */
+function agreed(outcomes: readonly ProbeOutcome[]): ProbeOutcome {
+  const down = outcomes.filter((o): o is Extract<ProbeOutcome, { healthy: false }> => !o.healthy)
+  if (down.length < outcomes.length || down.length === 0) return { healthy: true }
+  return { healthy: false, sealed: down.every((o) => o.sealed), cause: down[0]!.cause }
 }
 
 export class BreakerRegistry {
@@ -181,9 +203,9 @@ export class BreakerRegistry {
     s.lastProbeAt = this.clock()
     let outcome: ProbeOutcome
     try {
-      outcome = await this.probe(s.address, this.opts.probeTimeoutMs)
-    } catch (err) {
-      outcome = { healthy: false, sealed: false, cause: `probe failed (${(err as Error).message})` }
+      outcome = agreed(
+        await Promise.all(Array.from({ length: Math.max(1, this.opts.probesToOpen) }, () => this.probeOnce(s.address))),
+      )
     } finally {
       s.probing = false
     }
@@ -212,6 +234,14 @@ export class BreakerRegistry {
       )
     }
     this.schedule(s, this.opts.probeIntervalMs)
+  }
+
+  private async probeOnce(address: string): Promise<ProbeOutcome> {
+    try {
+      return await this.probe(address, this.opts.probeTimeoutMs)
+    } catch (err) {
+      return { healthy: false, sealed: false, cause: `probe failed (${(err as Error).message})` }
+    }
   }
 
   close(): void {

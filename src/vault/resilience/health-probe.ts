@@ -5,9 +5,11 @@
  * back?), /health/vault and `doctor`, which used to disagree.
  *
  * What counts as healthy, and why:
- * - A standby serves Mounts (it forwards to the active node, and the
- *   provider never follows redirects, so forwarding is the set-up that
- *   works), so for a provider it is as good as the active node.
+ * - A standby serves Mounts: it forwards what it does not answer itself to
+ *   the active node. Since OpenBao 2.5 it answers reads from its own copy,
+ *   which may lag the active node by a fraction of a second, unless the read
+ *   is strong (transport/consistency.ts). It says nothing of an election:
+ *   a standby answers sys/health the same while its cluster has no leader.
  * - A disaster-recovery secondary does not serve client requests: not
  *   healthy. Neither does a sealed or uninitialised server.
  * - No X-Vault-Namespace header: sys/health belongs to the root namespace,
@@ -87,19 +89,25 @@ function statusOfBody(body: Record<string, unknown>): number | undefined {
   return 200
 }
 
-/** Never throws: every failure is a VaultHealth that says what went wrong. `now` is injected by tests. */
+/**
+ * Never throws: every failure is a VaultHealth that says what went wrong. `freshConnection`: over a
+ * connection of its own (a breaker's probe, fresh-connection.ts). `now` is injected by tests.
+ */
 export async function probeVaultHealth(
   transport: VaultCaller,
   timeoutMs: number,
   cancel?: CancelSignal,
   now: () => number = Date.now,
+  freshConnection = false,
 ): Promise<VaultHealth> {
   const started = now()
   const client = createVaultClient(transport, PROVIDER_TENANT, true)
   try {
     const answer: unknown = await client.health({
       standbyok: true,
-      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, '', MAX_ERROR_BODY_BYTES),
+      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, '', MAX_ERROR_BODY_BYTES, {
+        freshConnection,
+      }),
     })
     const localAt = now()
     const body: Record<string, unknown> =
@@ -147,15 +155,17 @@ export async function probeVaultHealth(
 
 /**
  * The breaker's prober (breaker.ts): the one health probe with the provider's own settings for an
- * address, never a Mount's. -vault-addr through its shared pool with the operator's TLS (`own`),
- * so that its probes are reported like any call; any other address over a transport built for the
- * occasion from the registry's options (its egress proxy, allow-list, caps and observer) and no TLS
- * files.
+ * address, never a Mount's, each over a new connection of its own (breaker.ts asks several at once:
+ * behind a Service, each may reach another node). -vault-addr through its shared transport with
+ * the operator's TLS (`own`), so that its probes are reported like any call; any other address over
+ * a transport built for the occasion from the registry's options (its egress proxy, allow-list,
+ * caps and observer) and no TLS files.
  */
 export function providerProber(transports: Pick<TransportRegistry, 'get' | 'oneOff'>, own: VaultConnection): Prober {
   return async (address, timeoutMs) => {
     if (address === own.address) {
-      return probeOutcome(await probeVaultHealth(await transports.get(own, PROVIDER_TENANT), timeoutMs))
+      const transport = await transports.get(own, PROVIDER_TENANT)
+      return probeOutcome(await probeVaultHealth(transport, timeoutMs, undefined, Date.now, true))
     }
     let transport
     try {

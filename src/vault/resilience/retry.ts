@@ -6,7 +6,15 @@
  * Retried: no answer at all (refused, reset, timed out, DNS), 5xx except 501,
  * 412 (a performance standby that has not caught up yet) and 429 (rate-limit
  * quota). Never retried: 400, 403, 404 and every other 4xx (the answer would
- * be the same), TLS failures (a configuration problem, not a blip).
+ * be the same), TLS failures (a configuration problem, not a blip), a
+ * redirect that is not a standby's.
+ *
+ * One node's answer — sealed (503), a standby that knows no active node (500,
+ * or a 307 to the old leader's address during an election), a standby behind
+ * the request's index (429 with no error text) — says nothing of the cluster:
+ * it is retried on a connection of its own (behind a Service, perhaps another
+ * node) until the Mount's deadline, whatever the attempt cap, each wait at most
+ * `nodeMaxDelayMs`. An election lasts seconds (8–28 s measured on OpenBao 2.7).
  */
 import type { CancelSignal } from '../../util/cancellation.js'
 import type { Deadline } from '../../util/deadline.js'
@@ -14,6 +22,8 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  VaultRedirect,
+  isTimeout,
   type ConnectionFailureKind,
 } from '../transport/call-errors.js'
 
@@ -28,6 +38,8 @@ export interface RetryPolicy {
   rateLimitFloorMs: number
   /** Do not start an attempt with less than this left before the deadline. */
   minAttemptMs: number
+  /** No wait after one node's answer is longer than this: an election ends between two attempts. */
+  nodeMaxDelayMs: number
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
@@ -36,6 +48,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 5_000,
   rateLimitFloorMs: 250,
   minAttemptMs: 250,
+  nodeMaxDelayMs: 1_000,
 }
 
 /** Connection failures that say nothing about the request itself: try again. TLS and the unknown are not blips. */
@@ -54,13 +67,35 @@ export function isConnectionFailure(err: unknown): boolean {
 }
 
 export type RetryDecision =
-  { retry: false } | { retry: true; reason: string; rateLimited?: boolean; retryAfterMs?: number }
+  | { retry: false }
+  | {
+      retry: true
+      reason: string
+      rateLimited?: boolean
+      retryAfterMs?: number
+      /** One node's answer: retried on another connection until the deadline (isNodeAnswer). */
+      node?: true
+    }
+
+/** One node's answer, not the cluster's: a sealed node, a standby with no active node, behind, or redirecting. */
+export function isNodeAnswer(err: unknown): err is VaultHttpError | VaultRedirect {
+  return (
+    (err instanceof VaultHttpError && err.node !== undefined) || (err instanceof VaultRedirect && err.status === 307)
+  )
+}
 
 export function retryDecision(err: unknown): RetryDecision {
   if (err instanceof VaultConnectionError) {
     return RETRYABLE_KINDS.has(err.kind) ? { retry: true, reason: `connection failed (${err.code})` } : { retry: false }
   }
+  if (err instanceof VaultRedirect) {
+    return isNodeAnswer(err)
+      ? { retry: true, reason: `a standby redirected (307 to ${err.shown})`, node: true }
+      : { retry: false }
+  }
   if (!(err instanceof VaultHttpError)) return { retry: false }
+  if (err.node !== undefined)
+    return { retry: true, reason: `one node's answer (${err.status}, ${err.node})`, node: true }
   const status = err.status
   if (status === 429)
     return { retry: true, reason: 'rate limited (429)', rateLimited: true, retryAfterMs: err.retryAfterMs }
@@ -82,6 +117,7 @@ export function delayFor(
   policy: RetryPolicy,
   random: () => number = Math.random,
 ): number {
+  if (decision.node === true) return Math.min(policy.nodeMaxDelayMs, backoffMs(retry, policy, random))
   let delay = backoffMs(retry, policy, random)
   if (decision.retryAfterMs !== undefined) delay = Math.max(delay, decision.retryAfterMs)
   else if (decision.rateLimited === true) delay += policy.rateLimitFloorMs
@@ -118,21 +154,33 @@ export const abortableSleep: Sleep = (ms, cancel) =>
     cancel.addAbortListener(gone)
   })
 
+/** What an attempt is told: `freshConnection` after one node's answer (another node behind a Service). */
+export interface AttemptOptions {
+  freshConnection: boolean
+}
+
 /**
  * Runs `attempt` until it succeeds, a failure is not retryable, the attempts
- * are used up, or the next wait would leave too little of the deadline. The
- * last failure is thrown as it was, with the number of attempts made
- * recorded on it (typed errors' `attempts`). A wait ends at once when the
- * deadline's caller leaves. `sleep` is injected by tests.
+ * are used up (one node's answers do not count), or the next wait would leave
+ * too little of the deadline. The last failure is thrown as it was, with the
+ * number of attempts made recorded on it (typed errors' `attempts`); when the
+ * deadline ran out on an attempt after one node's answers, that answer is what
+ * is thrown (it says why). A wait ends at once when the deadline's caller
+ * leaves. `sleep` and `random` (the jitter) are injected by tests.
  */
 export async function withRetry<T>(
-  attempt: (n: number) => Promise<T>,
+  attempt: (n: number, options: AttemptOptions) => Promise<T>,
   deadline: Deadline,
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
   hooks: RetryHooks = {},
   sleep: Sleep = abortableSleep,
+  random: () => number = Math.random,
 ): Promise<T> {
   let lastError: unknown
+  let lastNodeAnswer: unknown
+  /** Attempts that count against maxAttempts: all but those after one node's answer. */
+  let counted = 0
+  let freshConnection = false
   for (let n = 1; ; n++) {
     try {
       hooks.beforeAttempt?.(n)
@@ -141,15 +189,26 @@ export async function withRetry<T>(
       throw n > 1 ? lastError : refused
     }
     try {
-      return await attempt(n)
+      return await attempt(n, { freshConnection })
     } catch (err) {
-      lastError = err
       const decision = retryDecision(err)
       hooks.onFailure?.(err, n, decision)
-      if (err instanceof VaultHttpError || err instanceof VaultConnectionError) err.attempts = n
-      if (!decision.retry || n >= policy.maxAttempts) throw err
-      const delay = delayFor(decision, n - 1, policy)
-      if (deadline.remainingMs() - delay < policy.minAttemptMs) throw err
+      if (err instanceof VaultHttpError || err instanceof VaultConnectionError || err instanceof VaultRedirect) {
+        err.attempts = n
+      }
+      const nodeAnswer = decision.retry && decision.node === true
+      if (nodeAnswer) lastNodeAnswer = err
+      else counted += 1
+      freshConnection = nodeAnswer
+      // Out of time on an attempt after a node's answers: that answer says why (no active node, sealed).
+      const failure =
+        lastNodeAnswer !== undefined && isTimeout(err) && deadline.remainingMs() <= 0
+          ? Object.assign(lastNodeAnswer as VaultHttpError | VaultRedirect, { attempts: n })
+          : err
+      lastError = failure
+      if (!decision.retry || counted >= policy.maxAttempts) throw failure
+      const delay = delayFor(decision, n - 1, policy, random)
+      if (deadline.remainingMs() - delay < policy.minAttemptMs) throw failure
       hooks.onRetry?.(n, delay, decision.reason)
       await sleep(delay, deadline.cancel)
     }

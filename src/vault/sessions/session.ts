@@ -7,7 +7,9 @@
  * cached token is refused, and reads through what the identity has kept
  * (secret-cache.ts, which the session asks and which never asks back):
  * a read takes the token first, then joins an identical read in flight or
- * starts one (shared-calls.ts), and keeps its answer.
+ * starts one (shared-calls.ts), and keeps its answer. Each read states its
+ * consistency (transport/consistency.ts): strong, or eventual after the
+ * index of the identity's own latest login or write (read-your-writes).
  */
 import { ProviderError, q, textOf, type ErrorFields, type LazyText } from '../../errors.js'
 import { decodeServiceAccountJwt } from '../../identity/claims.js'
@@ -29,6 +31,7 @@ import {
   type Sleep,
 } from '../resilience/retry.js'
 import { isTimeout, statusOf, VaultCallAborted } from '../transport/call-errors.js'
+import type { CallConsistency } from '../transport/consistency.js'
 import { MAX_TOKEN_ANSWER_BYTES, type VaultCaller } from '../transport/transport.js'
 import {
   callOptions,
@@ -36,6 +39,7 @@ import {
   revokeSelf,
   sendRequest,
   type CallOptions,
+  type MoreCallOptions,
   type VaultClient,
 } from '../vault-client.js'
 import type { ExportedSession, ImportedEntries } from './exported.js'
@@ -132,6 +136,16 @@ export class VaultSession {
   lastUsedAt: number
   /** Handed to a successor process (exportState): this process never revokes it. */
   private handedOver = false
+  /**
+   * The X-Vault-Index of this identity's own latest login or write: its eventual reads carry it, so
+   * that a standby that has not applied it yet forwards them (read-your-writes).
+   */
+  private ownIndex: string | undefined
+  private readonly noteOwnIndex = (index: string): void => {
+    this.ownIndex = index
+  }
+  /** The consistency of a login, a renewal or a write: no header (standbys forward them), its index noted. */
+  private readonly ownWrite: CallConsistency = { onIndex: this.noteOwnIndex }
 
   /** `transport` is the identity's Vault connection (shared with other identities; tokens never live there). */
   constructor(identity: VaultIdentity, transport: VaultCaller, opts: SessionOptions) {
@@ -171,7 +185,13 @@ export class VaultSession {
    * The options of one call to `namespace`: what is left of the Mount's deadline (at most
    * VAULT_CALL_TIMEOUT_MS) and its cancellation.
    */
-  private callOptions(deadline: Deadline, what: LazyText, namespace: string, maxBytes?: number): CallOptions {
+  private callOptions(
+    deadline: Deadline,
+    what: LazyText,
+    namespace: string,
+    maxBytes?: number,
+    more?: MoreCallOptions,
+  ): CallOptions {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
       throw new ProviderError(
@@ -180,7 +200,8 @@ export class VaultSession {
         this.about(textOf(what)),
       )
     }
-    return callOptions(Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS)), deadline.cancel, namespace, maxBytes)
+    const timeoutMs = Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
+    return callOptions(timeoutMs, deadline.cancel, namespace, maxBytes, more)
   }
 
   /** The address's breaker (breaker.ts) as a layer around each attempt of the retry policy (retry.ts). */
@@ -228,12 +249,15 @@ export class VaultSession {
       // kubernetes and jwt auth take the same login request; node-vault's two methods differ only in
       // their default mount, and the mount is always named here.
       body = await withRetry(
-        () =>
+        (_n, { freshConnection }) =>
           this.client.kubernetesLogin({
             role: this.identity.role,
             jwt,
             mount_point: this.identity.authMount,
-            requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES),
+            requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES, {
+              consistency: this.ownWrite,
+              freshConnection,
+            }),
           }),
         deadline,
         this.retryPolicy,
@@ -343,7 +367,9 @@ export class VaultSession {
     const what = `token renewal (${this.where()})`
     try {
       const body: unknown = await this.client.tokenRenewSelf({
-        requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES),
+        requestOptions: this.callOptions(deadline, what, this.tokenNamespace, MAX_TOKEN_ANSWER_BYTES, {
+          consistency: this.ownWrite,
+        }),
       })
       const auth = (body as { auth?: { lease_duration?: unknown; renewable?: unknown } } | null)?.auth
       const ttlSec = typeof auth?.lease_duration === 'number' ? auth.lease_duration : 0
@@ -391,12 +417,26 @@ export class VaultSession {
 
   /** One request with the identity's token, taken first on the caller's own deadline. */
   async request(req: VaultRequest, getJwt: JwtSupplier, deadline: Deadline, label: string): Promise<unknown> {
-    return this.send(req, await this.held(getJwt, deadline), getJwt, deadline, label)
+    const token = await this.held(getJwt, deadline)
+    return this.send(req, this.consistencyOf(req), token, getJwt, deadline, label)
+  }
+
+  /**
+   * What a request asks of a cluster's nodes (transport/consistency.ts): its read consistency
+   * (strong unless it says otherwise), after this identity's own latest login or write when
+   * eventual; a request that is not a plain GET is a write whose answer's index is noted.
+   */
+  private consistencyOf(req: VaultRequest): CallConsistency {
+    const mode = req.consistency ?? 'strong'
+    const after = mode === 'eventual' ? this.ownIndex : undefined
+    const write = !(req.method === 'GET' && req.body === undefined)
+    return { mode, ...(after === undefined ? {} : { after }), ...(write ? { onIndex: this.noteOwnIndex } : {}) }
   }
 
   /** GET and POST through node-vault's read and write, the rest through its generic request. */
   private send(
     req: VaultRequest,
+    consistency: CallConsistency,
     token: HeldToken,
     getJwt: JwtSupplier,
     deadline: Deadline,
@@ -410,7 +450,7 @@ export class VaultSession {
       return sendRequest(this.client, req.method, path, req.body, options)
     }
     const callName = describeRequest(req) + inNamespace(namespace)
-    return this.withToken(call, callName, namespace, token, getJwt, deadline, label, 'read')
+    return this.withToken(call, callName, namespace, consistency, token, getJwt, deadline, label, 'read')
   }
 
   /**
@@ -422,6 +462,7 @@ export class VaultSession {
     send: (options: CallOptions) => Promise<T>,
     callName: string,
     namespace: string,
+    consistency: CallConsistency,
     token: HeldToken,
     getJwt: JwtSupplier,
     deadline: Deadline,
@@ -433,8 +474,10 @@ export class VaultSession {
     const hooks = this.retryHooks(callName)
     for (let again = false; ; again = true) {
       try {
-        // Options made per attempt: the timeout is what is left of the Mount's deadline.
-        const attempt = (): Promise<T> => send(this.callOptions(deadline, what, namespace))
+        // Options made per attempt: the timeout is what is left of the Mount's deadline; after one
+        // node's answer, a connection of the attempt's own (perhaps another node behind a Service).
+        const attempt = (_n: number, { freshConnection }: { freshConnection: boolean }): Promise<T> =>
+          send(this.callOptions(deadline, what, namespace, undefined, { consistency, freshConnection }))
         return await withRetry(attempt, deadline, this.retryPolicy, hooks, this.sleep)
       } catch (err) {
         if (again || statusOf(err) !== 403 || !token.cached) {
@@ -487,6 +530,7 @@ export class VaultSession {
         (options) => this.client.renew({ lease_id: lease.leaseId, requestOptions: options }),
         'PUT sys/leases/renew',
         namespace,
+        this.ownWrite,
         token,
         getJwt,
         deadline,
@@ -526,8 +570,12 @@ export class VaultSession {
         this.about(`${label}: ${describeRequest(req)}${inNamespace(this.readNamespace(req))} (${this.where()})`),
         cancelled,
       )
+    // Taken once: a read joins only one that carries the same index (one started before this
+    // identity's latest write does not answer a read made after it).
+    const consistency = this.consistencyOf(req)
+    const readKey = consistency.after === undefined ? requestKey : `${requestKey}\n${consistency.after}`
     const readAndKeep = async (shared: Deadline): Promise<SharedRead> => {
-      const body = await this.send(req, token, getJwt, shared, label)
+      const body = await this.send(req, consistency, token, getJwt, shared, label)
       const kind = this.cache.store(
         requestKey,
         podUid,
@@ -538,13 +586,13 @@ export class VaultSession {
       )
       return { body, kind, leaderPod: podUid }
     }
-    const first = this.reads.join(`read|${requestKey}`, deadline, giveUp, readAndKeep)
+    const first = this.reads.join(`read|${readKey}`, deadline, giveUp, readAndKeep)
     const s = await first.result
     if (first.led || s.kind === 'static' || this.shareDynamic || s.leaderPod === podUid) {
       return { body: s.body, source: first.led ? 'vault' : 'coalesced', kind: s.kind }
     }
     // Someone else's credential: this pod gets its own, one read per pod.
-    const own = this.reads.join(`own|${podUid}|${requestKey}`, deadline, giveUp, readAndKeep)
+    const own = this.reads.join(`own|${podUid}|${readKey}`, deadline, giveUp, readAndKeep)
     const o = await own.result
     return { body: o.body, source: own.led ? 'vault' : 'coalesced', kind: o.kind }
   }

@@ -42,6 +42,8 @@ export class AnswerHandler implements Dispatcher.DispatchHandler {
     private readonly resolve: (a: VaultAnswer) => void,
     private readonly reject: (err: Error) => void,
     private readonly route: ProxyRoute | undefined,
+    /** Told a successful answer's X-Vault-Index header (consistency.ts). */
+    private readonly learnIndex: (header: string | string[] | undefined) => void = () => undefined,
   ) {}
 
   // undici takes a handler without onRequestStart for one of its older API.
@@ -62,6 +64,7 @@ export class AnswerHandler implements Dispatcher.DispatchHandler {
     const body = parseBody(this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks))
     const date = this.headers.date
     // Vault answers 200 or 204; any other status (206, 299, ...) is not an answer to use.
+    if (this.status === 200 || this.status === 204) this.learnIndex(this.headers['x-vault-index'])
     if (this.anyStatus || this.status === 200 || this.status === 204) {
       this.resolve({ status: this.status, body, date: typeof date === 'string' ? date : undefined })
     } else {

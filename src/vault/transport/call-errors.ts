@@ -78,6 +78,28 @@ export function errorBodyOf(body: unknown): ErrorBody {
   return { kind: 'other' }
 }
 
+/**
+ * What an answer says about the node that gave it rather than the request: another node of the
+ * cluster (another connection through a Service) may answer it. `sealed`: 503 "Vault is sealed";
+ * `no-active-node`: a standby that knows no active node to forward to (500 "local node not active
+ * but active cluster node not found", 503 about standby mode); `behind`: a standby that has not
+ * reached the X-Vault-Index a request carries and did not forward it (429 with an empty errors[]).
+ * A standby's 307 to the active node is the fourth kind: VaultRedirect.
+ */
+export type NodeCondition = 'sealed' | 'no-active-node' | 'behind'
+
+/** Vault's words for a standby that has no active node to forward to (OpenBao 2.7, Vault). */
+const NO_ACTIVE_NODE_TEXT = 'active cluster node not found'
+
+export function nodeConditionOf(status: number, errors: readonly string[], body: ErrorBody): NodeCondition | undefined {
+  if (body.kind !== 'errors') return undefined
+  if (status === 503 && errors.some((e) => /\bsealed\b/i.test(e))) return 'sealed'
+  if (status === 503 && errors.some((e) => /\bstandby\b/i.test(e))) return 'no-active-node'
+  if (status === 500 && errors.some((e) => e.includes(NO_ACTIVE_NODE_TEXT))) return 'no-active-node'
+  if (status === 429 && body.entries === 0) return 'behind'
+  return undefined
+}
+
 /** Vault (or a proxy in front of it) answered with a status that is not success. */
 export class VaultHttpError extends VaultCallError {
   override readonly name = 'VaultHttpError'
@@ -90,6 +112,8 @@ export class VaultHttpError extends VaultCallError {
   readonly sealed: boolean
   /** What the body was (errorBodyOf); 'other' when the thrower did not say. */
   readonly body: ErrorBody
+  /** The answer is about the node, not the request (nodeConditionOf): another node may answer. */
+  readonly node: NodeCondition | undefined
 
   constructor(status: number, errors: readonly string[], retryAfterMs?: number, body: ErrorBody = { kind: 'other' }) {
     super(`Vault answered ${status}`)
@@ -98,6 +122,30 @@ export class VaultHttpError extends VaultCallError {
     this.retryAfterMs = retryAfterMs
     this.body = body
     this.sealed = status === 503 && errors.some((e) => /sealed/i.test(e))
+    this.node = nodeConditionOf(status, errors, body)
+  }
+}
+
+/**
+ * A 307 or 308 whose Location is the request's own path and query, in the request's scheme (or
+ * https for http): what a cluster's standby answers when it sends a client to the active node,
+ * and during an election to the old leader's address. Nothing was sent to the Location; the
+ * transport's caller may follow it once (registry.ts, callThrough), else it is a node's answer
+ * that another connection may not get (a 307) or a refusal (a 308).
+ */
+export class VaultRedirect extends VaultCallError {
+  override readonly name = 'VaultRedirect'
+  readonly status: 307 | 308
+  /** The Location's origin as messages show it (quoted, bounded): never its path or query. */
+  readonly shown: string
+  /** The Location's origin (`scheme://host[:port]`, no default port), the address a followed call goes to. */
+  readonly target: string
+
+  constructor(status: 307 | 308, target: string, shown: string) {
+    super(`Vault answered ${status} with a redirect to ${shown}`)
+    this.status = status
+    this.target = target
+    this.shown = shown
   }
 }
 

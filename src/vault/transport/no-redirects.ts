@@ -1,27 +1,69 @@
 /**
- * Redirects are never followed. A 3xx answer fails the call with VAULT_REDIRECT_REFUSED naming
- * only the target's origin; nothing is sent there (and the connection guard, connection-guard.ts,
- * would refuse a connection to it anyway). Vault standbys forward requests to the active node by
- * default, so a redirect means a set-up that must name the active node (or a load balancer) in
- * vaultAddress.
+ * Redirects are never followed here: a 3xx answer fails the call (aborting it closes its
+ * connection) and nothing is sent to the Location. What the failure says depends on the redirect:
+ * - a 307 or 308 to the request's own path and query in the same scheme: what a cluster's standby
+ *   answers to send a client to the active node (during an election, to the old leader's
+ *   address). VaultRedirect: its caller may follow it once (registry.ts, callThrough), else a 307
+ *   is one node's answer that another connection may not get (resilience/retry.ts);
+ * - anything else (301, 302, 303, another path, another scheme): not a standby but a web server or
+ *   load balancer at the address: VAULT_REDIRECT_REFUSED naming the Location's origin and what
+ *   that suggests. The connection guard (connection-guard.ts) would refuse a connection there anyway.
  */
 import type { Dispatcher } from 'undici'
 import { ProviderError, q } from '../../errors.js'
+import { VaultRedirect } from './call-errors.js'
 import { ForwardingHandler } from './forwarding-handler.js'
 
 const MAX_ORIGIN_CHARS = 200
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 
+function defaultPort(protocol: string): string {
+  return protocol === 'https:' ? '443' : protocol === 'http:' ? '80' : ''
+}
+
+/** scheme://host:port of a URL, never its credentials, path or query. */
+function originOf(url: URL): string {
+  const port = url.port || defaultPort(url.protocol)
+  return `${url.protocol}//${url.hostname}${port ? `:${port}` : ''}`
+}
+
 /** scheme://host:port of a Location header (relative ones resolve against the request), never its path or query. */
 export function redirectOrigin(location: string | undefined, requestUrl: string): string {
   if (location === undefined || location === '') return 'no Location'
   try {
-    const url = new URL(location, requestUrl)
-    const port = url.port || (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '')
-    return q(`${url.protocol}//${url.hostname}${port ? `:${port}` : ''}`, MAX_ORIGIN_CHARS)
+    return q(originOf(new URL(location, requestUrl)), MAX_ORIGIN_CHARS)
   } catch {
     return 'an unreadable Location'
   }
+}
+
+/** What a 3xx answer to `requestUrl` is: a standby's redirect (VaultRedirect) or a refusal saying why. */
+export function redirectFailure(status: number, location: string | undefined, requestUrl: string): Error {
+  const shown = redirectOrigin(location, requestUrl)
+  const refused = (cause: string): ProviderError =>
+    new ProviderError(
+      'VAULT_REDIRECT_REFUSED',
+      `Vault answered ${status} with a redirect to ${shown}; nothing was sent there: ${cause}`,
+    )
+  let to: URL
+  const from = new URL(requestUrl)
+  try {
+    to = new URL(location ?? '', requestUrl)
+  } catch {
+    return refused("the address is probably not Vault's API")
+  }
+  if (location === undefined || location === '') return refused("the address is probably not Vault's API")
+  if (to.protocol !== from.protocol) {
+    return refused(`it asks for another scheme (${to.protocol.replace(':', '')}): the address is probably wrong`)
+  }
+  if ((status === 307 || status === 308) && to.pathname + to.search === from.pathname + from.search) {
+    // The origin as addresses are compared (lower case, no default port): what the allow-list is asked about.
+    return new VaultRedirect(status, to.origin, shown)
+  }
+  return refused(
+    "Vault's standbys redirect with a 307 to the same path, so this is a web server or load balancer at the " +
+      "address rather than Vault's API: the address is probably wrong",
+  )
 }
 
 class NoRedirectHandler extends ForwardingHandler {
@@ -40,16 +82,7 @@ class NoRedirectHandler extends ForwardingHandler {
   ): void {
     if (!REDIRECT_STATUSES.has(status)) return super.onResponseStart(controller, status, headers, message)
     const location = headers.location
-    controller.abort(
-      new ProviderError(
-        'VAULT_REDIRECT_REFUSED',
-        `Vault answered ${status} with a redirect to ${redirectOrigin(
-          Array.isArray(location) ? location[0] : location,
-          this.requestUrl,
-        )}; the provider never follows redirects, so nothing was sent there: set vaultAddress (or -vault-addr) ` +
-          'to the active Vault node or to a load balancer in front of the cluster',
-      ),
-    )
+    controller.abort(redirectFailure(status, Array.isArray(location) ? location[0] : location, this.requestUrl))
   }
 }
 

@@ -1,10 +1,13 @@
 /**
  * The transports of the process, one per connection (connectionKey), bounded; and the one way a
- * session calls through them (callThrough). The composition root builds one registry, with the
+ * session calls through them (callThrough), which follows a standby's redirect at most once, where
+ * the operator's allow-list says it may. The composition root builds one registry, with the
  * options and TLS contexts every transport of the process shares.
  */
 import type { VaultConnection } from '../../request/types.js'
 import { FairCache } from '../../util/fair-cache.js'
+import type { AddressAllowlist } from './address-allowlist.js'
+import { VaultRedirect } from './call-errors.js'
 import type { SecureContexts } from './secure-contexts.js'
 import {
   TransportClosed,
@@ -43,12 +46,37 @@ export function connectionKey(conn: VaultConnection): string {
 export interface TransportSource {
   /** `tenant`: the namespace whose Mount needs it (PROVIDER_TENANT for the provider's own calls). */
   get(conn: VaultConnection, tenant: string): Promise<VaultCaller>
+  /** Whether a call to `from` that a standby redirected may be sent on, token and all, to `to` (absent: never). */
+  followsRedirect?(from: string, to: string): boolean
+}
+
+/**
+ * Whether a standby's redirect from `from` may be followed to `to`: only when the operator set
+ * -vault-addr-allowlist (`targets`, undefined otherwise) and it names `to`, and never from https
+ * to http. Anything else is never followed: the pod's token goes nowhere the operator did not name.
+ */
+export function followsRedirect(targets: Pick<AddressAllowlist, 'allows'> | undefined, from: string, to: string) {
+  if (targets === undefined) return false
+  if (from.startsWith('https://') && !to.startsWith('https://')) return false
+  return targets.allows(to)
+}
+
+/** One call through the transport `source` has for `conn` now; a pool closed meanwhile is looked up again. */
+async function callOnce(source: TransportSource, conn: VaultConnection, call: VaultCall): Promise<VaultAnswer> {
+  try {
+    return await (await source.get(conn, call.tenant)).call(call)
+  } catch (err) {
+    if (!(err instanceof TransportClosed)) throw err
+    return (await source.get(conn, call.tenant)).call(call)
+  }
 }
 
 /**
  * One call through the transport `source` has for `conn` now, held by the call's tenant: a pool
  * closed to make room between the lookup and the call is looked up again (its replacement is
- * built), so a session never holds a closed pool.
+ * built), so a session never holds a closed pool. A standby's redirect (VaultRedirect) is sent on
+ * once, to the transport of its target with the same TLS settings, when `source` says it may
+ * (followsRedirect); a redirect from there is not followed again.
  */
 export async function callThrough(
   source: TransportSource,
@@ -56,10 +84,11 @@ export async function callThrough(
   call: VaultCall,
 ): Promise<VaultAnswer> {
   try {
-    return await (await source.get(conn, call.tenant)).call(call)
+    return await callOnce(source, conn, call)
   } catch (err) {
-    if (!(err instanceof TransportClosed)) throw err
-    return (await source.get(conn, call.tenant)).call(call)
+    if (!(err instanceof VaultRedirect) || call.redirected === true) throw err
+    if (source.followsRedirect?.(conn.address, err.target) !== true) throw err
+    return callOnce(source, { ...conn, address: err.target }, { ...call, redirected: true })
   }
 }
 
@@ -93,6 +122,10 @@ export class TransportRegistry implements TransportSource {
         )
       },
     })
+  }
+
+  followsRedirect(from: string, to: string): boolean {
+    return followsRedirect(this.opts.redirectTargets, from, to)
   }
 
   get(conn: VaultConnection, tenant: string): Promise<VaultTransport> {

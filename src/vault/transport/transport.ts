@@ -12,12 +12,19 @@
  *   tenant-slots.ts     one namespace has at most half of the address's connections in flight
  *   no-redirects.ts     a 3xx answer fails the call; nothing is sent to its target
  *   body-caps.ts        Content-Length and the stream are held to the answer's cap; error texts to theirs
+ *   node-answers.ts     one node's answer (sealed, no active node) closes its connection
+ *   fresh-connection.ts a call that asks for it gets a connection of its own
  *   the pool            undici's Pool (direct, unix://) or the egress proxy's dispatcher
  *                       (proxy-connection.ts), every new connection behind connection-guard.ts
+ *
+ * Each transport also keeps its address's X-Vault-Index format (consistency.ts), learned from its
+ * answers, for the consistency headers of its calls.
  */
 import { Pool, type Dispatcher } from 'undici'
 import { DEFAULT_VAULT_IDLE_CONNECTION_MS } from '../../config/config.js'
 import { ProviderError, q } from '../../errors.js'
+import type { Logger } from '../../observability/logger.js'
+import type { AddressAllowlist } from './address-allowlist.js'
 import { operationOfCall, type VaultObserver, type VaultOperation } from '../../observability/vault-observer.js'
 import type { VaultConnection } from '../../request/types.js'
 import type { CancelSignal } from '../../util/cancellation.js'
@@ -25,6 +32,9 @@ import { bodyCaps } from './body-caps.js'
 import { callDeadline } from './call-deadline.js'
 import { observeCalls } from './call-observer.js'
 import { guardedConnector } from './connection-guard.js'
+import { IndexRecord, type CallConsistency } from './consistency.js'
+import { freshConnections } from './fresh-connection.js'
+import { closeNodeAnswers } from './node-answers.js'
 import { noRedirects } from './no-redirects.js'
 import { proxyFor, type ProxySettings } from './proxy.js'
 import { proxiedDispatcher } from './proxy-connection.js'
@@ -56,6 +66,13 @@ export interface VaultTransportOptions extends TransportOptions {
   idleConnectionMs?: number
   /** The egress proxy environment, read once at start (proxy.ts); NO_PROXY_SETTINGS: every address directly. */
   proxy: ProxySettings
+  /** Told once per transport when strong reads cannot be forced (consistency.ts); none: not logged. */
+  logger?: Pick<Logger, 'warn'>
+  /**
+   * Where a standby's redirect may be followed (registry.ts, callThrough): -vault-addr-allowlist,
+   * only when the operator set it; undefined: redirects are never followed.
+   */
+  redirectTargets?: Pick<AddressAllowlist, 'allows'>
 }
 
 /** One HTTP call to Vault. */
@@ -85,6 +102,12 @@ export interface VaultCall {
    * every connection of the address.
    */
   tenant: string
+  /** Which node of a cluster may answer, and who is told the answer's index (consistency.ts). */
+  consistency?: CallConsistency
+  /** Over a new connection, closed after the call (fresh-connection.ts): another node behind a Service. */
+  freshConnection?: boolean
+  /** Sent on from a standby's redirect (registry.ts, callThrough): never followed again. */
+  redirected?: boolean
 }
 
 /** What the Vault layer needs of a transport (a fake one in unit tests). */
@@ -104,27 +127,42 @@ function poolOptions(opts: VaultTransportOptions): Pool.Options {
   return { connections: MAX_SOCKETS_PER_VAULT, keepAliveTimeout: idleMs, keepAliveMaxTimeout: idleMs }
 }
 
+/** Opens the dispatcher of a transport's connections: the pool (`connections` of them), or one for a fresh call. */
+type OpenDispatcher = (connections: number) => Dispatcher
+
 export class VaultTransport implements VaultCaller {
   readonly address: string
   private readonly base: Dispatcher
   private readonly dispatcher: Dispatcher
   private readonly origin: string
   private readonly route: ProxyRoute | undefined
+  /** The address's X-Vault-Index format, from this transport's answers only. */
+  private readonly index: IndexRecord
   private closed = false
 
   private constructor(
     address: string,
-    base: Dispatcher,
+    open: OpenDispatcher,
     origin: string,
     opts: VaultTransportOptions,
     route?: ProxyRoute,
   ) {
     this.address = address
-    this.base = base
+    this.base = open(MAX_SOCKETS_PER_VAULT)
     this.origin = origin
     this.route = route
+    this.index = new IndexRecord(() =>
+      opts.logger?.warn(
+        { vaultAddress: address },
+        "Vault's X-Vault-Index is in a format the provider cannot write (Vault Enterprise?): strong reads are " +
+          'sent without consistency headers, and a performance standby may answer them from an older copy; point ' +
+          "vaultAddress at the active node's Service (<release>-active) or turn standby reads off on the server",
+      ),
+    )
     // compose() wraps in order: the first is nearest the pool.
-    this.dispatcher = base.compose(
+    this.dispatcher = this.base.compose(
+      freshConnections(() => open(1)),
+      closeNodeAnswers,
       bodyCaps(opts.maxResponseBytes),
       noRedirects(address),
       tenantSlots(),
@@ -148,12 +186,8 @@ export class VaultTransport implements VaultCaller {
     if (address.startsWith('unix://')) {
       const socketPath = address.slice('unix://'.length)
       const connect = guardedConnector(address, { socketPath }, opts, UNIX_PLACEHOLDER_ORIGIN)
-      return new VaultTransport(
-        address,
-        new Pool(UNIX_PLACEHOLDER_ORIGIN, { ...pool, connect }),
-        UNIX_PLACEHOLDER_ORIGIN,
-        opts,
-      )
+      const open: OpenDispatcher = (connections) => new Pool(UNIX_PLACEHOLDER_ORIGIN, { ...pool, connections, connect })
+      return new VaultTransport(address, open, UNIX_PLACEHOLDER_ORIGIN, opts)
     }
     const decision = proxyFor(address, opts.proxy)
     if (decision.kind === 'refused')
@@ -164,10 +198,13 @@ export class VaultTransport implements VaultCaller {
     const origin = new URL(address).origin
     if (decision.kind === 'proxy') {
       const route = { endpoint: decision.endpoint, variable: decision.variable, vaultAddress: address }
-      return new VaultTransport(address, proxiedDispatcher(address, route, tls, opts, pool), origin, opts, route)
+      const open: OpenDispatcher = (connections) =>
+        proxiedDispatcher(address, route, tls, opts, { ...pool, connections })
+      return new VaultTransport(address, open, origin, opts, route)
     }
     const connect = guardedConnector(address, tls ?? {}, opts, address)
-    return new VaultTransport(address, new Pool(address, { ...pool, connect }), origin, opts)
+    const open: OpenDispatcher = (connections) => new Pool(address, { ...pool, connections, connect })
+    return new VaultTransport(address, open, origin, opts)
   }
 
   /** Closes the pool's connections (in-flight calls fail). */
@@ -188,6 +225,7 @@ export class VaultTransport implements VaultCaller {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (c.token !== undefined && c.token !== '') headers['x-vault-token'] = c.token
     if (c.namespace !== undefined && c.namespace !== '') headers['x-vault-namespace'] = c.namespace
+    Object.assign(headers, this.index.headers(c.consistency))
     let body: string | undefined
     if (c.body !== undefined) {
       body = JSON.stringify(c.body)
@@ -207,13 +245,18 @@ export class VaultTransport implements VaultCaller {
       cancel: c.cancel,
       tenant: c.tenant,
       maxResponseBytes: c.maxResponseBytes,
+      freshConnection: c.freshConnection,
       observed: {
         operation: c.operation ?? operationOfCall(c.method, c.path),
         description: `${c.method.toUpperCase()} ${c.path}`,
       },
     }
+    const learn = (header: string | string[] | undefined): void => {
+      const index = this.index.learn(header)
+      if (index !== undefined) c.consistency?.onIndex?.(index)
+    }
     return new Promise<VaultAnswer>((resolve, reject) => {
-      this.dispatcher.dispatch(options, new AnswerHandler(c.anyStatus === true, resolve, reject, this.route))
+      this.dispatcher.dispatch(options, new AnswerHandler(c.anyStatus === true, resolve, reject, this.route, learn))
     })
   }
 }

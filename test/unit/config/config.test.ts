@@ -53,6 +53,7 @@ t.test('defaults', async (t) => {
       address: undefined,
       namespace: undefined,
       authMount: 'kubernetes',
+      readConsistency: 'strong',
       tls: {
         caCertPath: undefined,
         caDirectory: undefined,
@@ -118,6 +119,7 @@ t.test('every flag', async (t) => {
       '-vault-addr=https://v:8200',
       '-vault-mount=jwt',
       '-vault-namespace=ns1',
+      '-vault-read-consistency=eventual',
       '-vault-tls-ca-cert=/tls/ca.pem',
       '-vault-tls-ca-directory=/tls/cas',
       '-vault-tls-server-name=vault.local',
@@ -168,6 +170,7 @@ t.test('every flag', async (t) => {
       address: 'https://v:8200',
       namespace: 'ns1',
       authMount: 'jwt',
+      readConsistency: 'eventual',
       tls: {
         caCertPath: '/tls/ca.pem',
         caDirectory: '/tls/cas',
@@ -180,6 +183,18 @@ t.test('every flag', async (t) => {
     kube: { apiUrl: 'http://127.0.0.1:8001', serviceAccountDir: '/sa' },
     showVersion: true,
   } satisfies ProviderConfig)
+})
+
+t.test('-vault-read-consistency', async (t) => {
+  t.equal(loadConfig([], {}).vault.readConsistency, 'strong', 'strong unless told otherwise')
+  t.equal(loadConfig(['-vault-read-consistency=eventual'], {}).vault.readConsistency, 'eventual')
+  for (const bad of ['Strong', 'consistent', '', 'eventual,strong']) {
+    t.match(
+      configError(() => loadConfig([`-vault-read-consistency=${bad}`], {})).message,
+      /^-vault-read-consistency must be one of strong, eventual, got /,
+      JSON.stringify(bad),
+    )
+  }
 })
 
 t.test('-identity-scope', async (t) => {

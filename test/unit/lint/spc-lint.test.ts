@@ -212,7 +212,7 @@ t.test('lintYaml: lines in the file, the Mount’s messages, and what only the A
     [
       15,
       'warning',
-      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthNamespace, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
+      'parameter "vaultAdress" is not read by the provider (a misspelling? known parameters: roleName, vaultAddress, vaultNamespace, vaultAuthNamespace, vaultReadConsistency, vaultAuthMountPath, vaultKubernetesMountPath, audience, vaultSkipTLSVerify, vaultCACertPath, vaultCADirectory, vaultTLSServerName, vaultTLSClientCertPath, vaultTLSClientKeyPath, objects)',
     ],
     [19, 'error', 'object "b": encoding must be one of utf-8, base64, hex, got "rot13"'],
   ])
@@ -474,6 +474,7 @@ t.test('lintYaml: an openbao class is checked with OpenBao’s names, precedence
         '    vaultKubernetesMountPath: kubernetes', // 13
         '    baoSkipTLSVerify: "yes"', // 14
         '    baoTLSClientCertPath: /c.pem', // 15
+        '    baoReadConsistency: consistent', // 16
         '    objects: "- {objectName: a, secretPath: s}"',
       ].join('\n'),
     ),
@@ -496,6 +497,7 @@ t.test('lintYaml: an openbao class is checked with OpenBao’s names, precedence
         'openbao',
         'parameters "baoTLSClientCertPath" and "baoTLSClientKeyPath" go together: set both or neither',
       ],
+      [16, 'baoReadConsistency', 'openbao', 'parameter "baoReadConsistency" "consistent" must be strong or eventual'],
     ],
   )
   const noAddress = lintYaml(

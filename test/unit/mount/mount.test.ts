@@ -42,6 +42,7 @@ function spec(objects: number): MountSpec {
     authMount: 'kubernetes',
     audience: 'vault',
     vault: { address: 'https://vault.test:8200', tls: { skipVerify: false } },
+    readConsistency: 'strong',
     objects: Array.from({ length: objects }, (_, i) => ({
       objectName: `o${i}`,
       secretPath: `secret/data/o${i}`,

@@ -18,9 +18,21 @@ t.test('objects naming the same request share it', async (t) => {
   )
   t.equal(planned.length, 2)
   t.strictSame(planned[0]!.objectIndexes, [0, 1, 3])
-  t.strictSame(planned[0]!.request, { method: 'GET', path: 'database/creds/app', query: [], body: undefined })
+  t.strictSame(planned[0]!.request, {
+    method: 'GET',
+    path: 'database/creds/app',
+    query: [],
+    body: undefined,
+    consistency: 'strong',
+  })
   t.strictSame(planned[1]!.objectIndexes, [2])
-  t.strictSame(planned[1]!.request, { method: 'GET', path: 'secret/data/app', query: [], body: undefined })
+  t.strictSame(planned[1]!.request, {
+    method: 'GET',
+    path: 'secret/data/app',
+    query: [],
+    body: undefined,
+    consistency: 'strong',
+  })
   t.equal(requestKey(objects[0]!), requestKey(objects[1]!))
 })
 
@@ -39,6 +51,7 @@ t.test('PKI objects with the same secretArgs share one certificate', async (t) =
     path: 'pki/issue/web',
     query: [],
     body: { common_name: 'a.example.com', ttl: '1h' },
+    consistency: 'strong',
   })
 })
 
@@ -90,6 +103,17 @@ t.test('encoding, key, mode and name do not split a request', async (t) => {
   )
   t.equal(planned.length, 1)
   t.strictSame(planned[0]!.objectIndexes, [0, 1, 2])
+})
+
+t.test("the read consistency is the Mount's, and part of the key only when eventual", async (t) => {
+  const objects = parseObjects('- {objectName: a, secretPath: secret/data/app}')
+  const strong = planRequests(objects, undefined, 'strong')[0]!
+  const eventual = planRequests(objects, undefined, 'eventual')[0]!
+  t.equal(strong.request.consistency, 'strong')
+  t.equal(eventual.request.consistency, 'eventual')
+  t.not(strong.key, eventual.key, 'a strong read never shares an eventual one, nor its kept answer')
+  t.equal(strong.key, requestKey(objects[0]!), 'strong: the key it always had (a handed-over entry is found again)')
+  t.equal(planRequests(objects)[0]!.key, strong.key, 'strong unless the Mount says otherwise')
 })
 
 t.test('no objects, no requests', async (t) => {

@@ -18,6 +18,7 @@ function spec(o: { uid?: string; namespace?: string; text?: string; role?: strin
     authMount: 'kubernetes',
     audience: 'vault',
     vault: { address: 'https://vault.test:8200', tls: { skipVerify: false } },
+    readConsistency: 'strong',
     objects: parseObjects(o.text ?? TEXT),
     defaultMode: 0o644,
   }

@@ -46,6 +46,7 @@ const EFFECTS: Record<ParameterKey, { value: string; read: (s: MountSpec) => unk
   address: { value: 'https://table.example:8200', read: (s) => s.vault.address, expect: 'https://table.example:8200' },
   namespace: { value: 'table-ns', read: (s) => s.vault.namespace, expect: 'table-ns' },
   authNamespace: { value: 'table-auth-ns', read: (s) => s.vault.authNamespace, expect: 'table-auth-ns' },
+  readConsistency: { value: 'eventual', read: (s) => s.readConsistency, expect: 'eventual' },
   authMountPath: { value: 'table-mount', read: (s) => s.authMount, expect: 'table-mount' },
   kubernetesMountPath: { value: 'table-mount', read: (s) => s.authMount, expect: 'table-mount' },
   audience: { value: 'table-audience', read: (s) => s.audience, expect: 'table-audience' },

@@ -655,6 +655,26 @@ t.test('vaultAuthNamespace: the login in one namespace, the reads in another', a
   t.equal(long.message, 'parameter "vaultAuthNamespace" is longer than 256 characters')
 })
 
+t.test('vaultReadConsistency: strong or eventual, else -vault-read-consistency, else strong', async (t) => {
+  t.equal(parseMountRequest(request(), DEFAULTS).readConsistency, 'strong', 'strong by default')
+  const eventualFlag = { ...DEFAULTS, readConsistency: 'eventual' as const }
+  t.equal(parseMountRequest(request(), eventualFlag).readConsistency, 'eventual', 'the flag is the default')
+  t.equal(
+    parseMountRequest(request({ vaultReadConsistency: 'strong' }), eventualFlag).readConsistency,
+    'strong',
+    'a class asking for strong reads gets them whatever the flag',
+  )
+  t.equal(parseMountRequest(request({ vaultReadConsistency: 'eventual' }), DEFAULTS).readConsistency, 'eventual')
+  const bao = parseMountRequest(request({ baoReadConsistency: 'eventual' }), DEFAULTS, undefined, 'openbao')
+  t.equal(bao.readConsistency, 'eventual', 'provider: openbao reads baoReadConsistency')
+  for (const value of ['Strong', 'consistent', 'eventual ', 'forward-active-node']) {
+    const bad = providerError(() => parseMountRequest(request({ vaultReadConsistency: value }), DEFAULTS))
+    t.equal(bad.code, 'BAD_PARAMETER')
+    t.same(bad.fields.parameter, 'vaultReadConsistency')
+    t.match(bad.message, /^parameter "vaultReadConsistency" ".*" must be strong or eventual$/)
+  }
+})
+
 t.test('identity "serviceaccount": the namespace and service account only, no pod needed', async (t) => {
   const attrs: Record<string, string> = { ...POD_ATTRS, roleName: 'web', objects: OBJECTS }
   const mount = (a: Record<string, string>): ReturnType<typeof parseMountRequest> =>

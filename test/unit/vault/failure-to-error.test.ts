@@ -4,6 +4,7 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  VaultRedirect,
   vaultErrorsOf,
   type ConnectionFailureKind,
 } from '../../../src/vault/transport/call-errors.js'
@@ -222,6 +223,60 @@ t.test('vaultError: what the text says is in fields too', async (t) => {
   t.same(refused.fields, fields)
   t.equal(refused.message, `${fields.call}: Vault answered 307 (a redirect); it was not followed`)
 })
+
+t.test(
+  "one node's answers, once the deadline ran out: UNAVAILABLE saying electing or sealed, never a set-up",
+  async (t) => {
+    const fields = {
+      call: 'login to Vault at http://vault:8200 (role "app", auth mount "jwt")',
+      address: 'http://vault:8200',
+    }
+    const node = (status: number, errors: string[], attempts: number): VaultHttpError =>
+      Object.assign(new VaultHttpError(status, errors, undefined, { kind: 'errors', entries: errors.length }), {
+        attempts,
+      })
+    const cases: Array<[unknown, RegExp, number]> = [
+      [
+        Object.assign(new VaultRedirect(307, 'http://10.0.0.1:8200', '"http://10.0.0.1:8200"'), { attempts: 31 }),
+        /^the Vault cluster has no active node to answer \(electing a leader\): a standby redirected to "http:\/\/10\.0\.0\.1:8200" \(307\)$/,
+        307,
+      ],
+      [
+        node(500, ['local node not active but active cluster node not found'], 12),
+        /^the Vault cluster has no active node to answer \(electing a leader\): a standby answered 500: local node not active but active cluster node not found$/,
+        500,
+      ],
+      [node(503, ['Vault is sealed'], 40), /^Vault is sealed: the node answered 503: Vault is sealed$/, 503],
+      [
+        node(429, [], 3),
+        /^the Vault cluster has no active node to answer \(electing a leader\): a standby that had not reached/,
+        429,
+      ],
+    ]
+    for (const [err, detail, status] of cases) {
+      for (const login of [true, false]) {
+        const pe = vaultError(err, fields, login)
+        t.equal(pe.code, 'VAULT_UNAVAILABLE', `${status}`)
+        t.match(pe.detail, detail)
+        t.match(pe.message, /\b(electing|sealed)\b/)
+        t.notMatch(pe.message, /set vaultAddress|active Vault node|load balancer/, 'no configuration advice')
+        t.same(pe.fields, {
+          ...fields,
+          vaultStatus: status,
+          proxy: undefined,
+          attempts: (err as VaultHttpError).attempts,
+        })
+        t.match(pe.message, / \(after \d+ attempts\)$/, 'how long it was tried, for a login too')
+      }
+    }
+    const permanent = vaultError(new VaultRedirect(308, 'http://x', '"http://x:80"'), fields, true)
+    t.equal(permanent.code, 'VAULT_REDIRECT_REFUSED')
+    t.match(
+      permanent.detail,
+      /^Vault answered 308 with a redirect to "http:\/\/x:80", a permanent redirect the provider does not follow/,
+    )
+  },
+)
 
 t.test('SecretNotStored: made from fields, and stays one with more context', async (t) => {
   const fields = { call: 'GET secret/data/a' }

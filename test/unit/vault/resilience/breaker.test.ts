@@ -3,7 +3,12 @@ import t from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import type { VaultConnection } from '../../../../src/request/types.js'
 import { Deadline } from '../../../../src/util/deadline.js'
-import { BreakerRegistry, mayBeDown, type ProbeOutcome } from '../../../../src/vault/resilience/breaker.js'
+import {
+  BreakerRegistry,
+  DEFAULT_BREAKER_OPTIONS,
+  mayBeDown,
+  type ProbeOutcome,
+} from '../../../../src/vault/resilience/breaker.js'
 import { VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import { withRetry } from '../../../../src/vault/resilience/retry.js'
 import { ManualTime } from '../../../support/manual-time.js'
@@ -23,7 +28,7 @@ t.test('what may mean an address is down: connection failures, timeouts, 502/503
   t.equal(mayBeDown({ response: { statusCode: 503 } }), false, 'no library error shape is read')
 })
 
-/** A breaker on manual time whose probe answers what `verdict()` says, and counts its probes. */
+/** A breaker on manual time whose probe answers what `verdict()` says, and counts its probes (3 a round). */
 function breaker(verdict: () => ProbeOutcome) {
   const time = new ManualTime()
   const probed: string[] = []
@@ -48,7 +53,8 @@ t.test("a Mount's failures never open the address while the provider's own probe
   }
   t.notOk(b.isOpen(conn.address))
   t.doesNotThrow(() => b.admit(conn))
-  t.ok(probed.length >= 1 && probed.length <= 2, `probes are rate-limited (${probed.length} for 100 failures in 1 s)`)
+  const rounds = probes(probed)
+  t.ok(rounds >= 1 && rounds <= 2, `probes are rate-limited (${rounds} rounds for 100 failures in 1 s)`)
 })
 
 t.test('the probe finding Vault unreachable opens the address; a healthy probe closes it', async (t) => {
@@ -75,8 +81,9 @@ t.test('the probe finding Vault unreachable opens the address; a healthy probe c
   t.doesNotThrow(() => b.admit(conn))
 })
 
+/** Rounds of probes so far: each round is DEFAULT_BREAKER_OPTIONS.probesToOpen probes. */
 function probes(probed: string[]): number {
-  return probed.length
+  return probed.length / DEFAULT_BREAKER_OPTIONS.probesToOpen
 }
 
 t.test('a sealed Vault opens the address as sealed', async (t) => {
@@ -99,7 +106,7 @@ t.test('as a layer around a call: stops retries once the address is open', async
       throw refused
     },
     Deadline.in(60_000),
-    { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0 },
+    { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0, nodeMaxDelayMs: 1 },
     b.hooks(conn, 'ns'),
     async () => undefined,
   )
@@ -115,4 +122,75 @@ t.test('bounded, and fair between namespaces', async (t) => {
   b.recordFailure({ ...conn, address: 'https://victim:8200' }, refused, 'victim')
   for (let i = 0; i < 50; i++) b.recordFailure({ ...conn, address: `https://v${i}:8200` }, refused, 'attacker')
   t.ok(b.size <= 4, `${b.size} addresses tracked`)
+})
+
+t.test('one node of a Service sealed: the address opens only when every probe of a round agrees', async (t) => {
+  // Behind a round-robin Service of three nodes, each probe (a connection of its own) reaches the
+  // next node; one of them is sealed.
+  let next = 0
+  const nodes: ProbeOutcome[] = [
+    { healthy: true },
+    { healthy: false, sealed: true, cause: 'Vault is sealed (503)' },
+    { healthy: true },
+  ]
+  const { b, time, probed } = breaker(() => nodes[next++ % nodes.length]!)
+  t.teardown(() => b.close())
+  for (let i = 0; i < 20; i++) {
+    b.recordFailure(conn, sealed, 'ns')
+    await time.advance(500)
+    t.notOk(b.isOpen(conn.address), `round ${i}: not open while another node serves`)
+  }
+  t.ok(probes(probed) >= 5, `${probes(probed)} rounds, each of ${DEFAULT_BREAKER_OPTIONS.probesToOpen} probes`)
+  t.equal(DEFAULT_BREAKER_OPTIONS.probesToOpen, 3)
+
+  // The retries of a Mount in flight meet the sealed node again and again: never cut.
+  let attempts = 0
+  const answer = await withRetry(
+    async () => {
+      attempts++
+      await time.advance(0)
+      if (attempts < 6) throw new VaultHttpError(503, ['Vault is sealed'], undefined, { kind: 'errors', entries: 1 })
+      return 'ok'
+    },
+    Deadline.in(60_000),
+    undefined,
+    b.hooks(conn, 'ns'),
+    async () => undefined,
+  )
+  t.equal(answer, 'ok', 'the sixth attempt, on another node, answered')
+
+  // Every node sealed (or one sealed Vault): all agree, it opens, as sealed.
+  nodes[0] = nodes[1]!
+  nodes[2] = nodes[1]!
+  b.recordFailure(conn, sealed, 'ns')
+  await time.advance(1000)
+  t.ok(b.isOpen(conn.address))
+  t.throws(() => b.admit(conn), /has been sealed since/)
+})
+
+t.test('a round down for two reasons is down, not sealed', async (t) => {
+  let i = 0
+  const { b, time } = breaker(() =>
+    i++ % 3 === 0
+      ? { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
+      : { healthy: false, sealed: false, cause: 'connection failed (ECONNREFUSED)' },
+  )
+  t.teardown(() => b.close())
+  b.recordFailure(conn, refused, 'ns')
+  await time.advance(0)
+  t.throws(() => b.admit(conn), /has been unreachable since/)
+})
+
+t.test("a tenant's own address that answers 503 forever opens only that address", async (t) => {
+  const hostile = { ...conn, address: 'http://evil.example:8200' }
+  const b = new BreakerRegistry({}, async (address) =>
+    address === hostile.address ? { healthy: false, sealed: true, cause: 'Vault is sealed (503)' } : { healthy: true },
+  )
+  t.teardown(() => b.close())
+  for (let i = 0; i < 20; i++) b.recordFailure(hostile, sealed, 'attacker')
+  b.recordFailure(conn, sealed, 'victim')
+  await new Promise((r) => setTimeout(r, 20))
+  t.ok(b.isOpen(hostile.address), "the attacker's own address opened")
+  t.notOk(b.isOpen(conn.address), "the victim's did not")
+  t.doesNotThrow(() => b.admit(conn))
 })

@@ -5,6 +5,7 @@ import {
   VaultCallAborted,
   VaultConnectionError,
   VaultHttpError,
+  VaultRedirect,
   parseRetryAfter,
   type ConnectionFailureKind,
 } from '../../../../src/vault/transport/call-errors.js'
@@ -13,6 +14,7 @@ import {
   abortableSleep,
   backoffMs,
   delayFor,
+  isNodeAnswer,
   retryDecision,
   withRetry,
   type RetryDecision,
@@ -251,5 +253,131 @@ t.test(
     )
     t.ok(after instanceof VaultCallAborted)
     t.equal(await abortableSleep(1, new Cancellation()).then(() => 'slept'), 'slept')
+  },
+)
+
+/** What a node answers, as the transport throws it: Vault's JSON errors[]. */
+const nodeAnswer = (status: number, errors: string[]): VaultHttpError =>
+  new VaultHttpError(status, errors, undefined, { kind: 'errors', entries: errors.length })
+const SEALED = (): VaultHttpError => nodeAnswer(503, ['Vault is sealed'])
+const NO_ACTIVE_NODE = (): VaultHttpError =>
+  nodeAnswer(500, ['local node not active but active cluster node not found'])
+const BEHIND = (): VaultHttpError => nodeAnswer(429, [])
+const TO_OLD_LEADER = (): VaultRedirect => new VaultRedirect(307, 'http://10.0.0.1:8200', '"http://10.0.0.1:8200"')
+
+t.test("one node's answers: retried on another connection, whatever the attempt cap", async (t) => {
+  for (const [name, err] of [
+    ['sealed (503)', SEALED()],
+    ['no active node (500)', NO_ACTIVE_NODE()],
+    ['behind the index (429, no error text)', BEHIND()],
+    ['a standby redirecting (307, same path)', TO_OLD_LEADER()],
+  ] as const) {
+    t.match(retryDecision(err), { retry: true, node: true }, name)
+  }
+  t.match(retryDecision(new VaultRedirect(308, 'http://x', '"http://x"')), { retry: false }, 'a 308 is not a standby')
+  t.notOk(mustRetry(t, retryDecision(nodeAnswer(503, ['upstream connect error']))).node, 'a 503 of another kind')
+  t.notOk(mustRetry(t, retryDecision(nodeAnswer(429, ['rate limit quota exceeded']))).node, 'a quota: rate limited')
+  t.notOk(mustRetry(t, retryDecision(answered(503))).node, 'a 503 without Vault’s body')
+  t.notOk(mustRetry(t, retryDecision(nodeAnswer(500, ['internal error']))).node)
+  const d = mustRetry(t, retryDecision(SEALED()))
+  for (let retry = 0; retry < 30; retry++) {
+    t.ok(delayFor(d, retry, DEFAULT_RETRY_POLICY, () => 0.999) <= DEFAULT_RETRY_POLICY.nodeMaxDelayMs)
+  }
+  t.equal(DEFAULT_RETRY_POLICY.nodeMaxDelayMs, 1000, 'an election ends between two attempts at most 1 s apart')
+})
+
+/** A deadline on a clock the injected sleep moves: nothing waits. */
+function manualDeadline(ms: number): { deadline: Deadline; sleep: Sleep; now: () => number } {
+  let now = 0
+  const clock = (): number => now
+  return {
+    deadline: new Deadline(ms, undefined, clock),
+    sleep: async (wait) => {
+      now += wait
+    },
+    now: clock,
+  }
+}
+
+t.test('an election: retried until the deadline on fresh connections, then the node answer says why', async (t) => {
+  const { deadline, sleep, now } = manualDeadline(18_000)
+  const fresh: boolean[] = []
+  const err = (await withRetry(
+    async (_n, { freshConnection }) => {
+      fresh.push(freshConnection)
+      throw fresh.length % 2 === 0 ? TO_OLD_LEADER() : NO_ACTIVE_NODE()
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+    () => 0.5,
+  ).catch((e: unknown) => e)) as VaultHttpError | VaultRedirect
+  t.ok(
+    fresh.length > DEFAULT_RETRY_POLICY.maxAttempts * 3,
+    `${fresh.length} attempts, not ${DEFAULT_RETRY_POLICY.maxAttempts}`,
+  )
+  t.ok(now() > 18_000 - DEFAULT_RETRY_POLICY.nodeMaxDelayMs - DEFAULT_RETRY_POLICY.minAttemptMs, 'until the deadline')
+  t.same(fresh.slice(0, 3), [false, true, true], 'the first on the pool, every retry on a connection of its own')
+  t.ok(isNodeAnswer(err), 'the last node answer is the failure')
+  t.equal(err.attempts, fresh.length)
+})
+
+t.test('the new leader answers: the call succeeds on the next attempt', async (t) => {
+  const { deadline, sleep } = manualDeadline(18_000)
+  let n = 0
+  const answer = await withRetry(
+    async () => {
+      n++
+      if (n <= 12) throw n % 3 === 0 ? SEALED() : TO_OLD_LEADER()
+      return 'served'
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+  )
+  t.equal(answer, 'served')
+  t.equal(n, 13)
+})
+
+t.test('out of time on an attempt after node answers: the node answer, not the timeout, is the failure', async (t) => {
+  const { deadline, sleep } = manualDeadline(5_000)
+  let n = 0
+  const timeout = socketError('timeout', 'ETIMEDOUT')
+  const err = await withRetry(
+    async () => {
+      n++
+      if (n === 1) throw SEALED()
+      // The attempt hangs until the deadline.
+      await sleep(5_000, deadline.cancel)
+      throw timeout
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+  ).catch((e: unknown) => e)
+  t.ok(err instanceof VaultHttpError && err.node === 'sealed')
+  t.equal((err as VaultHttpError).attempts, 2)
+})
+
+t.test(
+  'other failures after node answers still count against the attempt cap, and need no fresh connection',
+  async (t) => {
+    const { deadline, sleep } = manualDeadline(60_000)
+    const fresh: boolean[] = []
+    await withRetry(
+      async (_n, { freshConnection }) => {
+        fresh.push(freshConnection)
+        throw fresh.length <= 10 ? SEALED() : socketError('reset')
+      },
+      deadline,
+      DEFAULT_RETRY_POLICY,
+      {},
+      sleep,
+    ).catch(() => undefined)
+    t.equal(fresh.length, 10 + DEFAULT_RETRY_POLICY.maxAttempts)
+    t.same(fresh.slice(10), [true, false, false, false, false])
   },
 )

@@ -13,6 +13,7 @@ import { planRequests } from '../../../../src/mount/plan.js'
 import { parseObjects } from '../../../../src/request/objects.js'
 import { FakeVault, NO_BREAKER, denied, gate, kvAnswer, loginAnswer } from '../../../support/fake-vault.js'
 import type { VaultAnswer } from '../../../../src/vault/transport/transport.js'
+import { VaultHttpError, VaultRedirect } from '../../../../src/vault/transport/call-errors.js'
 import { ManualTime } from '../../../support/manual-time.js'
 
 const logger = createLogger('error', new Writable({ write: (_c, _e, cb) => cb() }))
@@ -445,4 +446,108 @@ t.test('a cold read takes the token first, on the caller’s deadline: the share
   login.open()
   t.equal((await patient).source, 'vault', 'the patient caller leads the read once it has the token')
   t.equal(vault.count(/login$/), 1)
+})
+
+t.test(
+  "each read states its consistency; eventual ones carry the index of the identity's own login or write",
+  async (t) => {
+    const vault = new FakeVault()
+    // The transport tells the caller the index a successful answer carried (transport/consistency.ts).
+    vault.on(/login$/, (c) => {
+      c.consistency?.onIndex?.('index-of-login')
+      return loginAnswer('hvs.t')
+    })
+    vault.on(/^GET secret\/data\/app$/, (c) => {
+      c.consistency?.onIndex?.('index-of-a-standby')
+      return kvAnswer('v')
+    })
+    vault.on(/^PUT pki\/issue\/web$/, (c) => {
+      c.consistency?.onIndex?.('index-of-write')
+      return { status: 200, body: { data: {} } }
+    })
+    const { session, deadline } = setup(vault)
+    const eventual: VaultRequest = { ...read, consistency: 'eventual' }
+    await session.request(read, jwt, deadline(), 'strong')
+    await session.request(eventual, jwt, deadline(), 'eventual')
+    await session.request(
+      { method: 'PUT', path: 'pki/issue/web', query: [], body: {}, consistency: 'eventual' },
+      jwt,
+      deadline(),
+      'write',
+    )
+    await session.request(eventual, jwt, deadline(), 'eventual after a write')
+    const stated = vault.calls.map((c) => [`${c.method} ${c.path}`, c.consistency?.mode, c.consistency?.after])
+    t.same(stated, [
+      ['POST auth/kubernetes/login', undefined, undefined],
+      ['GET secret/data/app', 'strong', undefined],
+      ['GET secret/data/app', 'eventual', 'index-of-login'],
+      ['PUT pki/issue/web', 'eventual', 'index-of-login'],
+      ['GET secret/data/app', 'eventual', 'index-of-write'],
+    ])
+    t.ok(vault.calls[0]!.consistency?.onIndex, "the login's index is noted")
+    t.equal(vault.calls[1]!.consistency?.onIndex, undefined, "a read's index is a standby's, not this identity's write")
+    t.same(vault.calls.at(-1)!.consistency?.after, 'index-of-write', 'the latest of its own, not a read’s')
+  },
+)
+
+t.test("after one node's answer, the retry goes over a connection of its own", async (t) => {
+  const vault = new FakeVault()
+  let logins = 0
+  vault.on(/login$/, () => {
+    if (++logins === 1) throw new VaultHttpError(503, ['Vault is sealed'], undefined, { kind: 'errors', entries: 1 })
+    return loginAnswer('hvs.t')
+  })
+  let reads = 0
+  vault.on(/^GET secret\/data\/app$/, () => {
+    if (++reads === 1) {
+      throw new VaultRedirect(307, 'http://10.0.0.1:8200', '"http://10.0.0.1:8200"')
+    }
+    return kvAnswer('v')
+  })
+  const { session, deadline } = setup(vault)
+  await session.request(read, jwt, deadline(), 'object "a"')
+  t.same(
+    vault.calls.map((c) => [`${c.method} ${c.path}`, c.freshConnection === true]),
+    [
+      ['POST auth/kubernetes/login', false],
+      ['POST auth/kubernetes/login', true],
+      ['GET secret/data/app', false],
+      ['GET secret/data/app', true],
+    ],
+  )
+})
+
+t.test('an eventual read joins only an identical one carrying the same index', async (t) => {
+  const vault = new FakeVault()
+  vault.on(/login$/, (c) => {
+    c.consistency?.onIndex?.('index-of-login')
+    return loginAnswer('hvs.t')
+  })
+  const reading = gate()
+  vault.on(/^GET secret\/data\/app$/, async () => {
+    await reading.wait
+    return kvAnswer('v')
+  })
+  vault.on(/^PUT pki\/issue\/web$/, (c) => {
+    c.consistency?.onIndex?.('index-of-write')
+    return { status: 200, body: { data: {} } }
+  })
+  const { session, deadline } = setup(vault)
+  const [planned] = planRequests(parseObjects('- {objectName: a, secretPath: secret/data/app}'), undefined, 'eventual')
+  const first = session.fetch(planned!.request, planned!.key, 'uid-1', jwt, deadline(), 'a')
+  const joined = session.fetch(planned!.request, planned!.key, 'uid-1', jwt, deadline(), 'a')
+  while (vault.count(/^GET/) < 1) await new Promise((r) => setImmediate(r))
+  await session.request({ method: 'PUT', path: 'pki/issue/web', query: [], body: {} }, jwt, deadline(), 'write')
+  const after = session.fetch(planned!.request, planned!.key, 'uid-1', jwt, deadline(), 'a')
+  while (vault.count(/^GET/) < 2) await new Promise((r) => setImmediate(r))
+  reading.open()
+  t.same(
+    (await Promise.all([first, joined, after])).map((o) => o.source),
+    ['vault', 'coalesced', 'vault'],
+  )
+  t.same(
+    vault.calls.filter((c) => c.method === 'GET').map((c) => c.consistency?.after),
+    ['index-of-login', 'index-of-write'],
+    'the read after the write did not join the one before it',
+  )
 })

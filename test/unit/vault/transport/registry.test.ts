@@ -5,11 +5,14 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { VaultConnection } from '../../../../src/request/types.js'
+import { AddressAllowlist } from '../../../../src/vault/transport/address-allowlist.js'
+import { VaultRedirect } from '../../../../src/vault/transport/call-errors.js'
 import {
   MAX_TRANSPORTS_PER_TENANT,
   TransportRegistry,
   callThrough,
   connectionKey,
+  followsRedirect,
 } from '../../../../src/vault/transport/registry.js'
 import { SecureContexts } from '../../../../src/vault/transport/secure-contexts.js'
 import { MAX_CALLS_PER_TENANT } from '../../../../src/vault/transport/transport.js'
@@ -127,4 +130,84 @@ t.test("one namespace's slow calls cannot hold every connection of an address", 
   while (held.length < 8) await new Promise((r) => setTimeout(r, 10))
   while (held.length > 0) held.shift()!.end('{}')
   t.equal((await Promise.all(slow)).length, MAX_CALLS_PER_TENANT + 8, 'every call answered')
+})
+
+/** A server that records what reached it (method, path, whether a token came) and answers `answer`. */
+async function recording(
+  t: Test,
+  answer: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<{ address: string; received: string[] }> {
+  const received: string[] = []
+  const server = http.createServer((req, res) => {
+    received.push(`${req.method} ${req.url}${req.headers['x-vault-token'] ? ' token' : ''}`)
+    answer(req, res)
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((r) => server.close(() => r()))
+  })
+  return { address: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received }
+}
+
+const login = { tenant: 'ns', method: 'POST', path: 'auth/jwt/login', token: 'hvs.pod-token', timeoutMs: 5000 }
+
+t.test("a standby's redirect: followed once, only to an address the operator's allow-list names", async (t) => {
+  const active = await recording(t, (_req, res) => res.end('{"auth":{}}'))
+  const standby = await recording(t, (req, res) =>
+    res.writeHead(307, { location: `${active.address}${req.url}` }).end(),
+  )
+  const elsewhere = await recording(t, (req, res) =>
+    res.writeHead(307, { location: `${active.address}${req.url}` }).end(),
+  )
+  const following = new TransportRegistry(
+    { ...opts, redirectTargets: new AddressAllowlist([standby.address, active.address]) },
+    new SecureContexts(),
+  )
+  t.teardown(() => following.close())
+  t.equal(following.followsRedirect(standby.address, active.address), true)
+  const answer = await callThrough(following, http1(standby.address), login)
+  t.equal(answer.status, 200, 'followed')
+  t.same(active.received, ['POST /v1/auth/jwt/login token'], 'the token went where the allow-list says it may')
+
+  // No allow-list set (any address allowed): never followed, nothing reaches the Location.
+  const unset = new TransportRegistry(opts, new SecureContexts())
+  t.teardown(() => unset.close())
+  const refused = await callThrough(unset, http1(elsewhere.address), login).catch((e: unknown) => e)
+  t.ok(refused instanceof VaultRedirect, 'the standby’s redirect goes up to the retry layer as one node’s answer')
+  t.equal(active.received.length, 1, 'nothing more reached the Location')
+
+  // The allow-list set, but not naming the Location: not followed.
+  const narrow = new TransportRegistry(
+    { ...opts, redirectTargets: new AddressAllowlist([standby.address]) },
+    new SecureContexts(),
+  )
+  t.teardown(() => narrow.close())
+  t.ok((await callThrough(narrow, http1(standby.address), login).catch((e: unknown) => e)) instanceof VaultRedirect)
+  t.equal(active.received.length, 1)
+})
+
+t.test('at most one hop: a redirect from the target is not followed again', async (t) => {
+  const last = await recording(t, (_req, res) => res.end('{}'))
+  const second = await recording(t, (req, res) => res.writeHead(307, { location: `${last.address}${req.url}` }).end())
+  const first = await recording(t, (req, res) => res.writeHead(307, { location: `${second.address}${req.url}` }).end())
+  const registry = new TransportRegistry(
+    { ...opts, redirectTargets: new AddressAllowlist([first.address, second.address, last.address]) },
+    new SecureContexts(),
+  )
+  t.teardown(() => registry.close())
+  const err = (await callThrough(registry, http1(first.address), login).catch((e: unknown) => e)) as VaultRedirect
+  t.ok(err instanceof VaultRedirect)
+  t.equal(err.target, last.address, 'the second redirect is what the caller is told')
+  t.same(second.received, ['POST /v1/auth/jwt/login token'], 'one hop')
+  t.same(last.received, [], 'not two')
+})
+
+t.test('never from https to http, whatever the allow-list says', async (t) => {
+  const targets = new AddressAllowlist(['https://vault.example:8200', 'http://10.0.0.2:8200', 'https://10.0.0.2:8200'])
+  t.equal(followsRedirect(targets, 'https://vault.example:8200', 'http://10.0.0.2:8200'), false)
+  t.equal(followsRedirect(targets, 'https://vault.example:8200', 'https://10.0.0.2:8200'), true)
+  t.equal(followsRedirect(targets, 'http://vault.example:8200', 'http://10.0.0.2:8200'), true)
+  t.equal(followsRedirect(targets, 'https://vault.example:8200', 'https://10.0.0.3:8200'), false, 'not listed')
+  t.equal(followsRedirect(undefined, 'https://vault.example:8200', 'https://10.0.0.2:8200'), false, 'no list')
 })

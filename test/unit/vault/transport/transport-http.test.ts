@@ -121,7 +121,7 @@ t.test('a redirect is refused and never followed; the token never reaches the ta
       send({ path: 'auth/jwt/login', method: 'POST', token: 'hvs.secret-token-value', body: { jwt: 'x', role: 'r' } }),
     )
     t.equal(err.code, 'VAULT_REDIRECT_REFUSED', `${status}`)
-    t.match(err.message, new RegExp(`answered ${status} with a redirect to "${target.url}"; .*set vaultAddress`))
+    t.match(err.message, new RegExp(`answered ${status} with a redirect to "${target.url}"; nothing was sent there`))
     t.notMatch(err.message, /token=abc|\/v1\/secret/, 'only the origin is shown')
   }
   t.equal(target.seen.length, 0, 'nothing was sent to the redirect target')
@@ -324,4 +324,39 @@ t.test('unix:// addresses (a Vault Agent socket) go over the socket', async (t) 
   const err = await caught<VaultConnectionError>(missing({ path: 'x' }))
   t.equal(err.kind, 'refused', 'no Agent listening')
   t.equal(err.code, 'ENOENT')
+})
+
+t.test("consistency headers: learned from the transport's own answers, never from another address's", async (t) => {
+  const cluster = 'fb4a823f-eed0-c44b-2108-b3412795e590'
+  const index = (value: string, id = cluster): string =>
+    Buffer.from(JSON.stringify({ cluster: id, value })).toString('base64')
+  const vault = await server(t, (_req, res) => res.writeHead(200, { 'x-vault-index': index('50') }).end('{}'))
+  const hostile = await server(t, (_req, res) =>
+    res.writeHead(200, { 'x-vault-index': index('1', 'attacker-cluster') }).end('{}'),
+  )
+  const send = await transport(t, vault.url)
+  const sendHostile = await transport(t, hostile.url)
+  await sendHostile({ path: 'x', consistency: { mode: 'strong' } })
+  await sendHostile({ path: 'x', consistency: { mode: 'strong' } })
+  const told: string[] = []
+  await send({ path: 'auth/jwt/login', method: 'POST', consistency: { onIndex: (i) => told.push(i) } })
+  t.same(told, [index('50')], "the answer's index is told to the caller (read-your-writes)")
+  await send({ path: 'secret/data/a', consistency: { mode: 'strong' } })
+  await send({ path: 'secret/data/a', consistency: { mode: 'eventual' } })
+  await send({ path: 'secret/data/a', consistency: { mode: 'eventual', after: index('50') } })
+  const headers = vault.seen.map((s) => [s.headers['x-vault-index'], s.headers['x-vault-inconsistent']])
+  t.same(headers[0], [undefined, undefined], 'the login states nothing')
+  t.same(
+    headers[1],
+    [index('9223372036854775807'), 'forward-active-node'],
+    "strong: an index of this address's own cluster that no node has reached",
+  )
+  t.same(headers[2], [undefined, undefined], 'eventual: nothing')
+  t.same(headers[3], [index('50'), 'forward-active-node'], "eventual after the identity's own write: its index")
+  t.same(hostile.seen[0]!.headers['x-vault-index'], undefined, 'nothing before its own first answer')
+  t.same(
+    JSON.parse(Buffer.from(String(hostile.seen[1]!.headers['x-vault-index']), 'base64').toString()),
+    { cluster: 'attacker-cluster', value: '9223372036854775807' },
+    'a tenant-chosen address gets back only its own format',
+  )
 })
