@@ -30,6 +30,7 @@ import { operationOfCall } from '../src/observability/vault-observer.js'
 import { PACKAGE_ROOT } from '../src/package-info.js'
 import { mountStatusName } from '../src/server/grpc-status.js'
 import { Deadline } from '../src/util/deadline.js'
+import { systemTime } from '../src/util/time.js'
 import { AddressAllowlist } from '../src/vault/transport/address-allowlist.js'
 import { BreakerRegistry } from '../src/vault/resilience/breaker.js'
 import type { VaultAnswer, VaultCall, VaultCaller } from '../src/vault/transport/transport.js'
@@ -146,7 +147,8 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
       return Promise.resolve(answer(c))
     },
   }
-  const breakers = new BreakerRegistry({}, () => Promise.resolve({ healthy: true as const }), logger)
+  const time = systemTime()
+  const breakers = new BreakerRegistry({}, () => Promise.resolve({ healthy: true as const }), time, logger)
   const { pool, mountService: service } = wireMountService(config, {
     logger,
     observer: metrics,
@@ -156,6 +158,7 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
     kube: undefined,
     hmacKey: ephemeralKey(),
     allowlist: new AddressAllowlist([], {}),
+    time,
   })
   const requests = Array.from({ length: PODS }, (_, i) => {
     const name = `mount-path-${i}`
@@ -163,7 +166,9 @@ export async function measureHere(mounts: number, warmup = WARMUP_MOUNTS): Promi
     const pod: Pod = { name, uid, jwt: podJwt(name, uid), target: '/nonexistent' }
     return { attributes: attributesFor(pod, SMALL_KV), secrets: '{}', permission: '420' }
   })
-  const mount = (i: number): Promise<unknown> => service.mount(requests[i % PODS]!, Deadline.in(30_000))
+  // Each Mount with a signal of its own, as the gRPC adapter gives it (src/server/grpc-server.ts).
+  const mount = (i: number): Promise<unknown> =>
+    service.mount(requests[i % PODS]!, Deadline.in(30_000, new AbortController().signal, time))
   try {
     for (let i = 0; i < warmup; i++) await mount(i)
     const callsBefore = calls

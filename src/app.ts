@@ -27,6 +27,7 @@ import { mountStatusName } from './server/grpc-status.js'
 import { HealthCache } from './server/health-cache.js'
 import { OpsHttpServer } from './server/http-server.js'
 import { loadProtos } from './server/proto.js'
+import { systemTime, type Time } from './util/time.js'
 import { AddressAllowlist } from './vault/transport/address-allowlist.js'
 import { BreakerRegistry } from './vault/resilience/breaker.js'
 import { probeVaultHealth, providerProber } from './vault/resilience/health-probe.js'
@@ -63,16 +64,17 @@ async function chooseHmacKey(
   kube: KubeClient | undefined,
   env: NodeJS.ProcessEnv,
   logger: Logger,
+  time: Time,
 ): Promise<HmacKeySource> {
   // Beside the Sync Controller the key is a mounted Secret file (config.ts requires it), read now: a
   // start without it fails instead of every sync.
   if (config.mode === 'sync-controller' && config.hmacKeyFile) {
-    const key = mountedFileKey(config.hmacKeyFile)
+    const key = mountedFileKey(config.hmacKeyFile, time)
     await key.get()
     return key
   }
-  if (config.hmacKeyFile) return fileKey(config.hmacKeyFile)
-  if (kube) return kubernetesSecretKey(kube, await kube.ownNamespace(env), config.hmacSecretName)
+  if (config.hmacKeyFile) return fileKey(config.hmacKeyFile, time)
+  if (kube) return kubernetesSecretKey(kube, await kube.ownNamespace(env), config.hmacSecretName, time)
   logger.warn(
     'no Kubernetes API and no -hmac-key-file: object versions use a key that lives only as long as this process',
   )
@@ -198,6 +200,8 @@ export interface MountServiceParts {
   /** The egress proxy environment the Vault transports use (read once, here). */
   proxy: ProxySettings
   allowlist: AddressAllowlist
+  /** The clock and timers every part was given. */
+  time: Time
   /** Stops the breakers' probes, drops the sessions, closes the Vault transports and the Kubernetes client. */
   close(): void
 }
@@ -212,6 +216,7 @@ export interface MountServiceWiring {
   kube: KubeClient | undefined
   hmacKey: HmacKeySource
   allowlist: AddressAllowlist
+  time: Time
 }
 
 /**
@@ -232,6 +237,7 @@ export function wireMountService(
     observer: w.observer,
     transports: w.transports,
     breakers: w.breakers,
+    time: w.time,
   })
   const mountService = new MountService({
     pool,
@@ -244,13 +250,14 @@ export function wireMountService(
     breakers: w.breakers,
     tokenRequestAudiences: config.tokenRequestAudiences,
     mode: config.mode,
+    time: w.time,
     // Bounds on what one Mount (and all Mounts together) may make the daemon hold (docs/failure-behaviour.md).
     objectsCache: new ObjectsCache({ limits: { maxBytes: config.limits.maxObjectsBytes } }),
     budget: new NodeBudget({ mountBytes: config.limits.maxMountBytes, nodeBytes: config.limits.nodeMountBytes }),
     // The node's CPU for rendering, in turns per namespace as the budget shares its bytes.
     renderTurns: new RenderTurns(),
     // Mounts that would only be refused again (their own budget, an oversized Vault answer), for a while.
-    refusals: new RememberedRefusals(),
+    refusals: new RememberedRefusals(w.time),
     // -max-response-size: checked by the Mount, so the CLI's in-process mount refuses what the driver would.
     maxResponseBytes: config.maxResponseBytes,
   })
@@ -270,6 +277,8 @@ export async function buildMountService(
   env: NodeJS.ProcessEnv,
   options: BuildOptions = {},
 ): Promise<MountServiceParts> {
+  // The one clock and set of timers of the process, handed to every part that keeps time.
+  const time = systemTime()
   // Egress proxy (HTTPS_PROXY, NO_PROXY, VAULT_PROXY_ADDR, ...): read once, here, for every transport;
   // a value that cannot be used stops the start before anything else is built.
   const proxy = readEgressProxy(env, logger)
@@ -286,7 +295,7 @@ export async function buildMountService(
           serviceAccountDir: config.kube.serviceAccountDir,
           env,
         })
-  const hmacKey = await chooseHmacKey(config, kube, env, logger)
+  const hmacKey = await chooseHmacKey(config, kube, env, logger, time)
   // Failure behaviour (docs/failure-behaviour.md): the address allow-list, checked per Mount and on
   // every connection, and one breaker registry that both the Mount (before login) and every Vault
   // session report to.
@@ -309,7 +318,7 @@ export async function buildMountService(
   // The breaker probes with the provider's own settings for an address, never a Mount's: the
   // operator's TLS for -vault-addr (through its shared pool), none for any other address; the egress
   // proxy the environment names for either.
-  const breakers = new BreakerRegistry({}, providerProber(transports, providerConnection(config)), logger)
+  const breakers = new BreakerRegistry({}, providerProber(transports, providerConnection(config), time), time, logger)
   const { pool, mountService } = wireMountService(config, {
     logger,
     observer: vaultObserver,
@@ -319,6 +328,7 @@ export async function buildMountService(
     kube,
     hmacKey,
     allowlist,
+    time,
   })
   return {
     mountService,
@@ -330,6 +340,7 @@ export async function buildMountService(
     transports,
     proxy,
     allowlist,
+    time,
     close() {
       breakers.close()
       pool.close()
@@ -359,7 +370,7 @@ export async function buildProvider(
   options: BuildOptions = {},
 ): Promise<Provider> {
   const parts = await buildMountService(config, logger, env, options)
-  const { mountService, metrics, hmacKey } = parts
+  const { mountService, metrics, hmacKey, time } = parts
   // Both services parsed once at start-up, for the gRPC server and the HTTP readiness probe.
   const protos = loadProtos()
   // One server per socket (-endpoint may name vault.sock and openbao.sock), all on the one Mount service.
@@ -372,6 +383,7 @@ export async function buildProvider(
         mountService,
         mountTimeoutMs: config.mountTimeoutMs,
         logger,
+        time,
         // A newer instance took over the socket and this one has finished its calls. Exiting would
         // make kubelet restart this container (DaemonSet pods always restart), and the restarted
         // process would take the socket back: stand by until the pod is deleted (SIGTERM). The
@@ -394,12 +406,15 @@ export async function buildProvider(
     moreSocketPaths: config.endpoints.slice(1).map((e) => e.path),
     metrics,
     logger,
+    time,
     // Vault's health through the provider's own shared pool for -vault-addr, at most once per interval.
     vaultHealth:
       config.vault.address === undefined
         ? undefined
-        : new HealthCache(async () =>
-            probeVaultHealth(await parts.transports.get(providerConnection(config), PROVIDER_TENANT), 5_000),
+        : new HealthCache(
+            async () =>
+              probeVaultHealth(await parts.transports.get(providerConnection(config), PROVIDER_TENANT), 5_000, time),
+            time,
           ),
     vaultAddress: config.vault.address,
   })
@@ -413,6 +428,7 @@ export async function buildProvider(
         settings: handoverSettings(config),
         allowsAddress: (address) => parts.allowlist.allows(address),
         logger,
+        time,
         observer: metrics,
         replaced: () => server.checkReplaced(),
       })

@@ -190,7 +190,7 @@ async function mountInProcess(
     // --timeout is the caller's deadline, as the driver's is the daemon's: the shorter of it and -mount-timeout bounds the Mount.
     const result = await service.mountService.mount(
       req,
-      Deadline.in(Math.min(timeoutMs, config.mountTimeoutMs)),
+      Deadline.in(Math.min(timeoutMs, config.mountTimeoutMs), undefined, service.time),
       flavour,
     )
     return {

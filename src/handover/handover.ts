@@ -27,6 +27,7 @@ import type { HmacKeySource } from '../hmac/hmac-key.js'
 import type { Logger } from '../observability/logger.js'
 import { bindOwnerOnly, prepareSocketPath, privateSocketPath, MAX_SOCKET_PATH_BYTES } from '../server/socket.js'
 import { Deadline } from '../util/deadline.js'
+import type { Time } from '../util/time.js'
 import type { ExportedSession } from '../vault/sessions/exported.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
 import { SEAL_OVERHEAD, SealedChannel } from './channel.js'
@@ -102,6 +103,8 @@ export interface StateHandoverOptions {
   /** Whether this process may use a Vault address (-vault-addr-allowlist): identities of others are refused. */
   allowsAddress: (address: string) => boolean
   logger: Logger
+  /** The clock the key is waited for by. */
+  time: Time
   observer?: HandoverObserver
   /**
    * Predecessor: a successor says it serves the Mount socket now. Resolves true once this
@@ -240,7 +243,7 @@ export class StateHandover {
   }
 
   private key(ms = STEP_TIMEOUT_MS): Promise<Buffer> {
-    return this.opts.hmacKey.get(Deadline.in(ms))
+    return this.opts.hmacKey.get(Deadline.in(ms, undefined, this.opts.time))
   }
 
   // ------------------------------------------------------------------ the successor

@@ -11,6 +11,7 @@ import { ProviderError } from '../errors.js'
 import type { KubeClient } from '../kube/client.js'
 import { Deadline } from '../util/deadline.js'
 import { SharedCall } from '../util/shared-call.js'
+import type { Time } from '../util/time.js'
 
 /** How long a caller without a deadline of its own (the CLI) waits for the key. */
 const DEFAULT_KEY_WAIT_MS = 60_000
@@ -33,6 +34,7 @@ export interface HmacKeySource {
 function memoise(
   where: string,
   load: (deadline: Deadline) => Promise<Buffer>,
+  time: Time,
 ): (deadline?: Deadline) => Promise<Buffer> {
   let key: Buffer | undefined
   let inFlight: SharedCall<Buffer> | undefined
@@ -43,14 +45,14 @@ function memoise(
         ? `${where}: the driver cancelled the Mount before the key was read`
         : `${where}: the key was not read before the Mount's deadline`,
     )
-  return (deadline = Deadline.in(DEFAULT_KEY_WAIT_MS)) => {
+  return (deadline = Deadline.in(DEFAULT_KEY_WAIT_MS, undefined, time)) => {
     if (key) return Promise.resolve(key)
     if (inFlight?.joinable) return inFlight.join(deadline, giveUp)
     const call = new SharedCall<Buffer>(async (shared) => {
       const k = await load(shared)
       key = k
       return k
-    })
+    }, time)
     inFlight = call
     const joined = call.join(deadline, giveUp)
     void call.done.then(() => {
@@ -67,7 +69,7 @@ function checkKey(buf: Buffer | undefined, where: string): Buffer {
   return buf
 }
 
-export function kubernetesSecretKey(kube: KubeClient, namespace: string, name: string): HmacKeySource {
+export function kubernetesSecretKey(kube: KubeClient, namespace: string, name: string, time: Time): HmacKeySource {
   const where = `HMAC key Secret ${namespace}/${name} (key "${HMAC_SECRET_KEY}")`
   const load = async (deadline: Deadline): Promise<Buffer> => {
     const existing = await kube.getSecret(namespace, name, deadline)
@@ -83,10 +85,10 @@ export function kubernetesSecretKey(kube: KubeClient, namespace: string, name: s
     const stored = await kube.getSecret(namespace, name, deadline)
     return checkKey(stored?.get(HMAC_SECRET_KEY), where)
   }
-  return { description: `Kubernetes Secret ${namespace}/${name}`, get: memoise(where, load) }
+  return { description: `Kubernetes Secret ${namespace}/${name}`, get: memoise(where, load, time) }
 }
 
-export function fileKey(file: string): HmacKeySource {
+export function fileKey(file: string, time: Time): HmacKeySource {
   const where = `HMAC key file ${file}`
   const load = async (): Promise<Buffer> => {
     try {
@@ -117,14 +119,14 @@ export function fileKey(file: string): HmacKeySource {
     }
     return checkKey(await readFile(file), where)
   }
-  return { description: `file ${file}`, get: memoise(where, load) }
+  return { description: `file ${file}`, get: memoise(where, load, time) }
 }
 
 /**
  * A key file that must be there, e.g. mounted from a Secret (-mode=sync-controller): never created,
  * since a key made inside one container would differ from every other replica's.
  */
-export function mountedFileKey(file: string): HmacKeySource {
+export function mountedFileKey(file: string, time: Time): HmacKeySource {
   const where = `HMAC key file ${file}`
   const load = async (): Promise<Buffer> => {
     try {
@@ -140,7 +142,7 @@ export function mountedFileKey(file: string): HmacKeySource {
       )
     }
   }
-  return { description: `mounted file ${file}`, get: memoise(where, load) }
+  return { description: `mounted file ${file}`, get: memoise(where, load, time) }
 }
 
 /** Versions stay stable for the life of the process only: a warning is logged at start-up. */

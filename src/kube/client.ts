@@ -128,7 +128,7 @@ export class KubeClient {
     const payload = body === undefined ? undefined : JSON.stringify(body)
     if (payload !== undefined) headers['content-type'] = 'application/json'
     const timeoutMs = Math.max(1, Math.min(KUBE_REQUEST_TIMEOUT_MS, deadline?.remainingMs() ?? KUBE_REQUEST_TIMEOUT_MS))
-    const signals = [AbortSignal.timeout(timeoutMs), ...(deadline ? [deadline.signal] : [])]
+    const signals = [AbortSignal.timeout(timeoutMs), ...(deadline?.signal ? [deadline.signal] : [])]
     const signal = AbortSignal.any(signals)
     try {
       // A closed client opens no pool: its calls fail as on undici's destroyed pool (UND_ERR_DESTROYED).

@@ -14,6 +14,7 @@ import type { MountSpec } from '../request/types.js'
 import { mapBounded } from '../util/bounded.js'
 import { nestedDeeperThan } from '../util/json-depth.js'
 import type { Deadline } from '../util/deadline.js'
+import type { Time } from '../util/time.js'
 import type { AddressAllowlist } from '../vault/transport/address-allowlist.js'
 import type { BreakerRegistry } from '../vault/resilience/breaker.js'
 import type { SessionPool } from '../vault/sessions/pool.js'
@@ -39,10 +40,10 @@ export interface MountDeps {
   breakers: Pick<BreakerRegistry, 'admit'>
   /** -token-request-audiences: audiences the provider may request pod tokens for (default: "vault"). */
   tokenRequestAudiences?: readonly string[]
-  /** The clock pod tokens' expiry is judged by; Date.now unless a test injects one. */
-  now?: () => number
-  /** The node's render turns, shared in turns between namespaces (render-turns.ts); without it renders only yield. */
-  renderTurns?: RenderTurns
+  /** The clock pod tokens' expiry is judged by. */
+  time: Pick<Time, 'now'>
+  /** The node's render turns, shared in turns between namespaces (render-turns.ts). */
+  renderTurns: RenderTurns
   /** -mode: `sync-controller` takes only the controller's tokens and checks the answer fits its Secret. */
   mode?: ProviderMode
 }
@@ -91,7 +92,7 @@ export async function runMount(
   spec: MountSpec,
   deps: MountDeps,
   deadline: Deadline,
-  budget?: MountBudget,
+  budget: MountBudget,
 ): Promise<MountResult> {
   // Before anything that could log in: a refused address never sees the pod's token.
   deps.allowlist.check(spec.vault.address)
@@ -101,7 +102,7 @@ export async function runMount(
   // attributes name (a Vault token, a secret) serves a Mount that cannot show that identity's token.
   const credential = await obtainPodToken(spec, deps.kube, {
     tokenRequestAudiences: deps.tokenRequestAudiences ?? DEFAULT_TOKEN_REQUEST_AUDIENCES,
-    now: deps.now ?? Date.now,
+    now: () => deps.time.now(),
     deadline,
     mode: deps.mode,
   })
@@ -127,7 +128,7 @@ export async function runMount(
     (planned) => planned.request.path !== '',
   )
   const outcomes = await mapBounded(plan, MOUNT_FETCH_CONCURRENCY, async (planned) => {
-    budget?.check()
+    budget.check()
     const label = objectsLabel(spec, planned.objectIndexes)
     checkCaller(deadline, `reading ${label}`)
     let outcome: FetchOutcome
@@ -146,7 +147,7 @@ export async function runMount(
         `${label}: Vault's answer is nested more than ${MAX_VAULT_ANSWER_DEPTH} levels deep; the provider does not read such data`,
       )
     }
-    budget?.chargeAnswer(outcome.body, label)
+    budget.chargeAnswer(outcome.body, label)
     return outcome
   })
   const bodyOfObject = new Array<unknown>(spec.objects.length)
@@ -168,14 +169,15 @@ export async function runMount(
   )
   // Rendering stops at the deadline or the driver's cancellation, and takes its namespace's turns.
   const rendered = await renderObjects(spec.objects, bodyOfObject, spec.defaultMode, labels, budget, skipped, {
-    work: budget?.work,
+    work: budget.work,
     pace: renderPace(deadline, spec.pod.namespace, deps.renderTurns),
   })
   // A skipped object has no file and no version: the driver removes what an earlier Mount wrote for it.
-  const objects = spec.objects.flatMap((obj, index) =>
-    skipped.has(index) ? [] : [versionObject(obj, rendered[index]!, key)],
+  const inClass = spec.objects.map((obj, index) =>
+    skipped.has(index) ? undefined : versionObject(obj, rendered[index]!, key),
   )
-  checkVolume(objects)
+  checkVolume(inClass)
+  const objects = inClass.filter((o) => o !== undefined)
   if (deps.mode === 'sync-controller') checkSecretSyncAnswer(objects)
 
   return {

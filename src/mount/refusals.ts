@@ -14,6 +14,7 @@ import crypto from 'node:crypto'
 import type { ProviderError } from '../errors.js'
 import type { MountSpec } from '../request/types.js'
 import { FairCache } from '../util/fair-cache.js'
+import type { Time } from '../util/time.js'
 
 /** How long a refused Mount is refused again without any work. */
 export const BUDGET_REFUSAL_MEMORY_MS = 30_000
@@ -29,11 +30,11 @@ export class RememberedRefusals {
   private readonly refusals: FairCache<Refusal>
   /** Namespaces with refusals in memory, and when the last of them expires. */
   private readonly liveUntil = new Map<string, number>()
-  private readonly now: () => number
+  private readonly time: Pick<Time, 'now'>
 
-  /** `now`: the clock refusals expire by (Date.now unless a test injects one). */
-  constructor(now: () => number = Date.now) {
-    this.now = now
+  /** `time`: the clock refusals expire by. */
+  constructor(time: Pick<Time, 'now'>) {
+    this.time = time
     this.refusals = new FairCache<Refusal>({
       maxEntries: MAX_REMEMBERED_REFUSALS,
       onEvict: (_refusal, _key, namespace) => this.dropIfEmpty(namespace),
@@ -50,7 +51,7 @@ export class RememberedRefusals {
     const namespace = spec.pod.namespace
     const until = this.liveUntil.get(namespace)
     if (until === undefined) return undefined
-    const now = this.now()
+    const now = this.time.now()
     if (now >= until) {
       // Every refusal of the namespace has expired: its Mounts are back on the cheap path.
       this.liveUntil.delete(namespace)
@@ -67,7 +68,7 @@ export class RememberedRefusals {
 
   remember(spec: MountSpec, error: ProviderError): void {
     const namespace = spec.pod.namespace
-    const until = this.now() + BUDGET_REFUSAL_MEMORY_MS
+    const until = this.time.now() + BUDGET_REFUSAL_MEMORY_MS
     this.refusals.set(namespace, refusalKeyOf(spec), { error, until })
     this.liveUntil.set(namespace, Math.max(until, this.liveUntil.get(namespace) ?? 0))
   }

@@ -85,12 +85,12 @@ export class RenderTurns {
 /**
  * The pace of one Mount's render (render.ts's RenderPace): it stops at the Mount's deadline or when
  * the driver cancels the call, naming the object it would have rendered next, and takes its turns
- * from `turns` as a Mount of `tenant` (without `turns`, it only yields to the event loop).
+ * from `turns` as a Mount of `tenant`.
  */
 export function renderPace(
   deadline: Deadline,
   tenant: string,
-  turns: RenderTurns | undefined,
+  turns: RenderTurns,
   now: () => number = () => performance.now(),
 ): RenderPace {
   // When the render's current turn began: what it kept the event loop busy for is its share's measure.
@@ -112,7 +112,7 @@ export function renderPace(
     },
     async turn() {
       const busy = now() - turnStarted
-      await (turns ? turns.next(tenant, busy) : new Promise((resolve) => setImmediate(resolve)))
+      await turns.next(tenant, busy)
       turnStarted = now()
     },
   }

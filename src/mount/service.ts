@@ -15,7 +15,6 @@ import type { Deadline } from '../util/deadline.js'
 import type { MountBudget, NodeBudget } from './budget.js'
 import { runMount, type MountDeps, type MountResult } from './mount.js'
 import type { RememberedRefusals } from './refusals.js'
-import type { RenderTurns } from './render-turns.js'
 import { checkResponseSize } from './response-size.js'
 
 /** Every collaborator is required: the composition root (src/app.ts) builds each one, tests pass their own. */
@@ -27,8 +26,6 @@ export interface MountServiceOptions extends MountDeps {
   objectsCache: ObjectsCache
   /** -max-mount-bytes and -max-node-mount-bytes. */
   budget: NodeBudget
-  /** The node's render turns, shared in turns between namespaces. */
-  renderTurns: RenderTurns
   /** Mounts refused for their own budget or an oversized Vault answer, refused again at once for a while. */
   refusals: RememberedRefusals
   /** -max-response-size: the largest answer the driver accepts (its --max-call-recv-msg-size). */

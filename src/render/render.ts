@@ -345,12 +345,14 @@ export function versionObject(obj: SecretObject, files: RenderedFile[], hmacKey:
 }
 
 /**
- * The last gate before the response: the driver's path rules over the whole volume. An error names
- * the object (`object`: its place in `objects`) or the file (`file`) at fault.
+ * The last gate before the response: the driver's path rules over the whole volume. `objects` are
+ * at their places in the class (undefined: an optional object skipped); an error names the object
+ * (`object`: its place in the class) or the file (`file`) at fault.
  */
-export function checkVolume(objects: readonly RenderedObject[]): void {
+export function checkVolume(objects: readonly (RenderedObject | undefined)[]): void {
   const owner = new Map<string, string>()
   for (const [index, o] of objects.entries()) {
+    if (o === undefined) continue
     for (const f of o.files) {
       const problem = filePathProblem(f.path)
       if (problem) {
@@ -363,7 +365,7 @@ export function checkVolume(objects: readonly RenderedObject[]): void {
     }
   }
   const { duplicates, nested } = pathConflicts(
-    objects.flatMap((o) => o.files.map((f) => f.path)),
+    objects.flatMap((o) => o?.files.map((f) => f.path) ?? []),
     { maxNested: 1 },
   )
   if (duplicates.length > 0) {

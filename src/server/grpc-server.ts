@@ -4,6 +4,7 @@
  * derives each Mount's deadline from the caller's.
  */
 import { randomBytes } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { rename } from 'node:fs/promises'
 import * as grpc from '@grpc/grpc-js'
 import type { ProviderFlavour } from '../config/flavour.js'
@@ -11,8 +12,8 @@ import { ProviderError, toProviderError } from '../errors.js'
 import type { MountService } from '../mount/service.js'
 import type { Logger } from '../observability/logger.js'
 import { PACKAGE_VERSION, RUNTIME_NAME } from '../package-info.js'
-import { Cancellation } from '../util/cancellation.js'
 import { Deadline } from '../util/deadline.js'
+import type { Time } from '../util/time.js'
 import { grpcStatusOf } from './grpc-status.js'
 import { HealthState, healthHandlers } from './health.js'
 import { loadProtos, loadProviderClient, type ProviderProtos } from './proto.js'
@@ -30,6 +31,12 @@ export const API_VERSION = 'v1alpha1'
 export const DEADLINE_MARGIN_MS = 2_000
 /** Requests are small (attributes); anything larger is not from the driver. */
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024
+/**
+ * Listeners one Mount's signal may carry at once: each of its Vault reads in flight
+ * (MOUNT_FETCH_CONCURRENCY) waits on a shared read and perhaps a login, each listening. Node warns
+ * of a leak past 10 by default; the count here is bounded by the Mount's own concurrency.
+ */
+export const MOUNT_SIGNAL_LISTENERS = 64
 
 interface MountRequestMessage {
   attributes: string
@@ -44,31 +51,32 @@ export function loadProviderService(): grpc.ServiceDefinition {
 
 /**
  * The Mount's deadline: the provider's own -mount-timeout or the caller's
- * deadline less a margin, whichever comes first; and a cancellation
- * (util/cancellation.ts, not an AbortController: see there) aborted when the
+ * deadline less a margin, whichever comes first; and a signal aborted when the
  * driver cancels the call (its own deadline, kubelet gave up), so that every
  * Vault and Kubernetes request of that Mount stops instead of running on for nobody.
  *
- * `answered()` detaches the cancellation before the answer is sent: grpc-js
- * (1.14) emits 'cancelled' once every call has ended, answered or not, and
- * aborting a finished Mount would build an Error and run the signal's listeners
- * for nobody on every call.
+ * `answered()` detaches the signal before the answer is sent: grpc-js (1.14)
+ * emits 'cancelled' once every call has ended, answered or not, and aborting a
+ * finished Mount would build an Error and run the signal's listeners for nobody
+ * on every call.
  */
 function callDeadline(
   call: grpc.ServerUnaryCall<unknown, unknown>,
   mountTimeoutMs: number,
+  time: Time,
 ): { deadline: Deadline; answered(): void } {
-  const cancellation = new Cancellation()
-  const onCancelled = (): void => cancellation.abort(new Error('the driver cancelled the Mount call'))
+  const controller = new AbortController()
+  setMaxListeners(MOUNT_SIGNAL_LISTENERS, controller.signal)
+  const onCancelled = (): void => controller.abort(new Error('the driver cancelled the Mount call'))
   call.once('cancelled', onCancelled)
   const answered = (): void => {
     call.removeListener('cancelled', onCancelled)
   }
-  const own = Deadline.in(mountTimeoutMs, cancellation)
   const d = call.getDeadline()
   const ms = d instanceof Date ? d.getTime() : d
-  if (!Number.isFinite(ms)) return { deadline: own, answered }
-  return { deadline: new Deadline(Math.min(own.expiresAt, ms - DEADLINE_MARGIN_MS), cancellation), answered }
+  const own = time.now() + mountTimeoutMs
+  const expiresAt = Number.isFinite(ms) ? Math.min(own, ms - DEADLINE_MARGIN_MS) : own
+  return { deadline: new Deadline(expiresAt, controller.signal, time), answered }
 }
 
 /** The one place a ProviderError becomes a gRPC status (the mapping: grpc-status.ts). */
@@ -83,6 +91,8 @@ export interface ProviderServerOptions {
   mountService: MountService
   mountTimeoutMs: number
   logger: Logger
+  /** The clock the Mount's deadline is set by. */
+  time: Time
   /**
    * Called once another instance has taken over the socket path and every
    * call this one was serving has finished: the owner exits.
@@ -143,7 +153,7 @@ export class ProviderServer {
       return
     }
     const req = call.request
-    const { deadline, answered } = callDeadline(call, this.opts.mountTimeoutMs)
+    const { deadline, answered } = callDeadline(call, this.opts.mountTimeoutMs, this.opts.time)
     this.opts.mountService
       .mount(
         { attributes: req.attributes, secrets: req.secrets, permission: req.permission },

@@ -21,6 +21,7 @@ import type { AddressInfo } from 'node:net'
 import { healthAddrEnabled, parseListenAddress } from '../config/config.js'
 import type { ProviderMetrics } from '../observability/metrics.js'
 import type { Logger } from '../observability/logger.js'
+import type { Time } from '../util/time.js'
 import type { VaultHealth } from '../vault/resilience/health-probe.js'
 import { checkSocket, type SocketCheck } from './health.js'
 import type { HealthCache } from './health-cache.js'
@@ -40,8 +41,8 @@ export interface OpsHttpServerOptions {
   vaultAddress?: string
   /** Time limit of the readiness Version call. */
   readyTimeoutMs?: number
-  /** Injected by tests: when a /metrics rendering is reused. */
-  clock?: () => number
+  /** The clock a /metrics rendering's age is measured by. */
+  time: Pick<Time, 'now'>
   /** The parsed services, shared with the gRPC server (parsed here when absent). */
   protos?: Pick<ProviderProtos, 'provider'>
 }
@@ -104,7 +105,7 @@ export class OpsHttpServer {
    * rate: each rendering holds the event loop that every namespace's Mounts share.
    */
   private renderMetrics(metrics: ProviderMetrics): Promise<string> {
-    const now = (this.opts.clock ?? Date.now)()
+    const now = this.opts.time.now()
     const last = this.lastMetrics
     const age = last === undefined ? Number.POSITIVE_INFINITY : now - last.at
     const changed = last === undefined || last.changes !== metrics.changes

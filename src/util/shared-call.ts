@@ -19,30 +19,10 @@
  *   The signal only ever means "nobody is there any more", as a Deadline's
  *   signal does.
  *
- * The clock and the timers are injected, so tests never sleep.
+ * Time is injected, so tests never sleep.
  */
-import { Cancellation } from './cancellation.js'
-import { Deadline, type Clock } from './deadline.js'
-
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown
-  clearTimeout(handle: unknown): void
-}
-
-export const REAL_TIMERS: Timers = {
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms)
-    // A waiter's give-up timer alone must not keep the process alive.
-    t.unref()
-    return t
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
-
-export interface SharedCallOptions {
-  clock?: Clock
-  timers?: Timers
-}
+import { Deadline } from './deadline.js'
+import type { Time } from './time.js'
 
 /** One caller waiting for the shared call, until its own deadline. */
 interface Waiter {
@@ -51,20 +31,18 @@ interface Waiter {
 
 export class SharedCall<T> {
   private readonly work: (deadline: Deadline) => Promise<T>
-  private readonly clock: Clock
-  private readonly timers: Timers
-  /** Aborted when the last waiter's caller left before the work was done. */
-  private readonly cancellation = new Cancellation()
+  private readonly time: Time
+  /** Made when the work starts; aborted when the last waiter's caller left before the work was done. */
+  private controller: AbortController | undefined
   private readonly waiters = new Set<Waiter>()
   private latest = 0
   private outcome: Promise<T> | undefined
   private settled = false
   private abandoned = false
 
-  constructor(work: (deadline: Deadline) => Promise<T>, opts: SharedCallOptions = {}) {
+  constructor(work: (deadline: Deadline) => Promise<T>, time: Time) {
     this.work = work
-    this.clock = opts.clock ?? Date.now
-    this.timers = opts.timers ?? REAL_TIMERS
+    this.time = time
   }
 
   /** False once every waiter has left before the work finished: start a new one instead. */
@@ -104,7 +82,8 @@ export class SharedCall<T> {
     const waiter: Waiter = { deadline }
     this.waiters.add(waiter)
     if (this.outcome === undefined) {
-      const shared = Deadline.following(() => this.latestExpiry(), this.cancellation, this.clock)
+      this.controller = new AbortController()
+      const shared = new Deadline(() => this.latestExpiry(), this.controller.signal, this.time)
       this.outcome = Promise.resolve().then(() => this.work(shared))
       this.outcome.then(
         () => (this.settled = true),
@@ -118,8 +97,8 @@ export class SharedCall<T> {
       const finish = (): boolean => {
         if (finished) return false
         finished = true
-        this.timers.clearTimeout(timer)
-        deadline.cancel.removeAbortListener(onAbort)
+        this.time.clearTimeout(timer)
+        deadline.signal?.removeEventListener('abort', onAbort)
         // Remembered before the waiter goes: with nobody left, the work's deadline stays the last one it had.
         this.latestExpiry()
         this.waiters.delete(waiter)
@@ -129,7 +108,7 @@ export class SharedCall<T> {
         if (!finish()) return
         if (this.waiters.size === 0 && !this.settled) {
           this.abandoned = true
-          if (cancelled) this.cancellation.abort(new Error('every waiter left'))
+          if (cancelled) this.controller?.abort(new Error('every waiter left'))
         }
         reject(giveUp(cancelled))
       }
@@ -141,13 +120,13 @@ export class SharedCall<T> {
           return
         }
         // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
-        timer = this.timers.setTimeout(arm, left)
+        timer = this.time.setTimeout(arm, left)
       }
-      if (deadline.cancel.aborted) {
+      if (deadline.cancelled) {
         leave(true)
         return
       }
-      deadline.cancel.addAbortListener(onAbort)
+      deadline.signal?.addEventListener('abort', onAbort)
       arm()
       outcome.then(
         (value) => {

@@ -17,7 +17,6 @@
  * starts with neither.
  */
 import nodeVault from 'node-vault'
-import { NEVER_CANCELLED, type CancelSignal } from '../util/cancellation.js'
 import type { CallConsistency } from './transport/consistency.js'
 import type { VaultCaller } from './transport/transport.js'
 
@@ -29,11 +28,8 @@ export interface CallOptions {
   timeout: number
   /** X-Vault-Namespace, unless the call goes to the root namespace. */
   headers: Record<string, string>
-  /**
-   * The caller gave up: in axios's `signal` slot, which node-vault passes on to the request
-   * function; our hook reads it, not axios, so it is the Mount's CancelSignal (util/cancellation.ts).
-   */
-  signal: CancelSignal
+  /** Aborted when the caller gave up (axios's `signal`, which node-vault passes on to the request function). */
+  signal?: AbortSignal
   /** axios's `maxContentLength`: a tighter cap than -max-vault-response-size (token answers, health). */
   maxContentLength?: number
   /**
@@ -55,13 +51,13 @@ export interface MoreCallOptions {
 /** The options of one call to `namespace` ('' the root namespace), its answer held to `maxBytes` if given. */
 export function callOptions(
   timeoutMs: number,
-  cancel: CancelSignal,
+  signal: AbortSignal | undefined,
   namespace: string,
   maxBytes?: number,
   more: MoreCallOptions = {},
 ): CallOptions {
   const headers: Record<string, string> = namespace === '' ? {} : { 'X-Vault-Namespace': namespace }
-  return { timeout: timeoutMs, headers, signal: cancel, maxContentLength: maxBytes, ...more }
+  return { timeout: timeoutMs, headers, signal, maxContentLength: maxBytes, ...more }
 }
 
 /** A call that states no timeout (none of ours) is held to this. */
@@ -96,7 +92,7 @@ function transportHook(
       namespace: options.headers?.['X-Vault-Namespace'],
       body: options.json,
       timeoutMs: options.timeout ?? DEFAULT_TIMEOUT_MS,
-      cancel: options.signal ?? NEVER_CANCELLED,
+      signal: options.signal,
       maxResponseBytes: options.maxContentLength,
       tenant,
       anyStatus,

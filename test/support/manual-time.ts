@@ -1,6 +1,6 @@
-// Time that moves only when a test says so: a clock and timers for the code's injected
-// `clock` / `timers`, so that tests of renewals, deadlines and probes never sleep.
-import type { Timers } from '../../src/util/shared-call.js'
+// Time that moves only when a test says so: the code's injected Time (src/util/time.ts), so that
+// tests of renewals, deadlines, retries and probes never sleep.
+import type { Time } from '../../src/util/time.js'
 
 interface Pending {
   at: number
@@ -8,7 +8,7 @@ interface Pending {
   fn: () => void
 }
 
-export class ManualTime implements Timers {
+export class ManualTime implements Time {
   private nowMs: number
   private seq = 0
   private readonly pending = new Map<number, Pending>()
@@ -17,8 +17,7 @@ export class ManualTime implements Timers {
     this.nowMs = start
   }
 
-  /** The injected clock. */
-  readonly clock = (): number => this.nowMs
+  readonly now = (): number => this.nowMs
 
   setTimeout(fn: () => void, ms: number): unknown {
     const id = ++this.seq
@@ -28,6 +27,26 @@ export class ManualTime implements Timers {
 
   clearTimeout(handle: unknown): void {
     this.pending.delete(handle as number)
+  }
+
+  /** A timer like any other: it ends when advance() passes it, or at once when `signal` aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const aborted = (): Error => new DOMException('The operation was aborted', 'AbortError')
+      if (signal?.aborted) {
+        reject(aborted())
+        return
+      }
+      const onAbort = (): void => {
+        this.clearTimeout(timer)
+        reject(aborted())
+      }
+      const timer = this.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve()
+      }, ms)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
   }
 
   /** Timers waiting to fire. */

@@ -1,7 +1,6 @@
 /** Auth checks: the auth mount and the role exist; with a pod token, the pod can log in. */
 import { ProviderError } from '../../errors.js'
 import type { VaultConnection } from '../../request/types.js'
-import { NEVER_CANCELLED } from '../../util/cancellation.js'
 import { describeFailure } from '../../vault/failure-to-error.js'
 import { VaultHttpError } from '../../vault/transport/call-errors.js'
 import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
@@ -41,10 +40,10 @@ async function tryLogin(
       role,
       jwt,
       mount_point: mount,
-      requestOptions: callOptions(10_000, NEVER_CANCELLED, namespace, MAX_TOKEN_ANSWER_BYTES),
+      requestOptions: callOptions(10_000, undefined, namespace, MAX_TOKEN_ANSWER_BYTES),
     })
     // The client holds the token node-vault's login set.
-    const revoke = callOptions(5_000, NEVER_CANCELLED, namespace, MAX_TOKEN_ANSWER_BYTES)
+    const revoke = callOptions(5_000, undefined, namespace, MAX_TOKEN_ANSWER_BYTES)
     await revokeSelf(client, revoke).catch(() => undefined)
     return { status: 200, errors: [] }
   } catch (err) {

@@ -16,6 +16,7 @@ import { DEFAULT_FLAVOUR, FLAVOURS, flavourOfProvider, type ProviderFlavour } fr
 import { parameter, readParameter } from '../../request/parameters.js'
 import { parseVaultSettings, type VaultSettings } from '../../request/parse-request.js'
 import { printable, printableJson } from '../../util/printable.js'
+import { systemTime } from '../../util/time.js'
 import { EXIT, UsageError, withProgress, type Style } from '../output.js'
 import { readSecretProviderClass, readTokenFile, tokenFromKubectl } from '../spc.js'
 import { buildVaultTransports } from '../../app.js'
@@ -138,7 +139,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<CheckResult[]> {
     const proxySettings = 'settings' in proxy ? proxy.settings : NO_PROXY_SETTINGS
     const transports = buildVaultTransports(config, { proxy: proxySettings, allowlist, observer: NO_OBSERVER })
     try {
-      const health = await probeVaultOnce(conn, 5_000, transports)
+      const health = await probeVaultOnce(conn, 5_000, transports, systemTime())
       results.push(...vaultChecks(conn, health, opts.maxClockSkewMs ?? FAIL_CLOCK_SKEW_MS, flavour))
       if (health.reachable) {
         let jwt: string | undefined

@@ -2,6 +2,7 @@
 import { DEFAULT_FLAVOUR, type ProviderFlavour } from '../../config/flavour.js'
 import { parameter } from '../../request/parameters.js'
 import type { VaultConnection } from '../../request/types.js'
+import type { Time } from '../../util/time.js'
 import { probeVaultHealth as probe, type VaultHealth } from '../../vault/resilience/health-probe.js'
 import { PROVIDER_TENANT, type TransportSource } from '../../vault/transport/registry.js'
 import type { VaultCaller } from '../../vault/transport/transport.js'
@@ -156,8 +157,9 @@ export async function probeVaultOnce(
   conn: VaultConnection,
   timeoutMs: number,
   transports: TransportSource,
+  time: Pick<Time, 'now'>,
 ): Promise<VaultHealth> {
-  const started = Date.now()
+  const started = time.now()
   let transport: VaultCaller
   try {
     transport = await transports.get(conn, PROVIDER_TENANT)
@@ -166,8 +168,8 @@ export async function probeVaultOnce(
       reachable: false,
       healthy: false,
       detail: err instanceof Error ? err.message : String(err),
-      durationMs: Date.now() - started,
+      durationMs: time.now() - started,
     }
   }
-  return probe(transport, timeoutMs)
+  return probe(transport, timeoutMs, time)
 }

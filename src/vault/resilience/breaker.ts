@@ -23,9 +23,8 @@
 import { ProviderError, q } from '../../errors.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultConnection } from '../../request/types.js'
-import type { Clock } from '../../util/deadline.js'
 import { FairCache } from '../../util/fair-cache.js'
-import { REAL_TIMERS, type Timers } from '../../util/shared-call.js'
+import type { Time } from '../../util/time.js'
 import { VaultConnectionError, VaultHttpError } from '../transport/call-errors.js'
 import { isConnectionFailure, type RetryHooks } from './retry.js'
 
@@ -98,22 +97,15 @@ export class BreakerRegistry {
   private readonly probe: Prober
   private readonly logger: Logger | undefined
   private readonly states: FairCache<AddressState>
-  private readonly clock: Clock
-  private readonly timers: Timers
+  private readonly time: Time
   private closed = false
 
-  /** `time` is injected by tests: the clock and the timers probes are scheduled with. */
-  constructor(
-    opts: Partial<BreakerOptions>,
-    probe: Prober,
-    logger?: Logger,
-    time: { clock?: Clock; timers?: Timers } = {},
-  ) {
+  /** `time`: the clock and the timers probes are scheduled with. */
+  constructor(opts: Partial<BreakerOptions>, probe: Prober, time: Time, logger?: Logger) {
     this.opts = { ...DEFAULT_BREAKER_OPTIONS, ...opts }
     this.probe = probe
     this.logger = logger
-    this.clock = time.clock ?? Date.now
-    this.timers = time.timers ?? REAL_TIMERS
+    this.time = time
     this.states = new FairCache<AddressState>({
       maxEntries: this.opts.maxAddresses,
       maxEntriesPerTenant: this.opts.maxAddressesPerTenant,
@@ -148,7 +140,7 @@ export class BreakerRegistry {
   admit(conn: VaultConnection): void {
     const s = this.states.peek(conn.address)
     if (!s || s.openedAt === undefined) return
-    s.lastAskedAt = this.clock()
+    s.lastAskedAt = this.time.now()
     const since = iso(s.since ?? s.openedAt)
     const what = s.sealed ? `has been sealed since ${since}` : `has been unreachable since ${since}`
     throw new ProviderError(
@@ -168,39 +160,39 @@ export class BreakerRegistry {
         lastCause: '',
         sealed: false,
         openedAt: undefined,
-        lastAskedAt: this.clock(),
+        lastAskedAt: this.time.now(),
         lastProbeAt: undefined,
         probing: false,
         timer: undefined,
       }
       this.states.set(tenant, conn.address, s)
     }
-    s.lastAskedAt = this.clock()
+    s.lastAskedAt = this.time.now()
     if (s.probing || s.timer !== undefined) return
-    const wait = s.lastProbeAt === undefined ? 0 : Math.max(0, s.lastProbeAt + this.opts.probeIntervalMs - this.clock())
+    const wait = s.lastProbeAt === undefined ? 0 : Math.max(0, s.lastProbeAt + this.opts.probeIntervalMs - this.time.now())
     this.schedule(s, wait)
   }
 
   private stopProbing(s: AddressState): void {
-    if (s.timer !== undefined) this.timers.clearTimeout(s.timer)
+    if (s.timer !== undefined) this.time.clearTimeout(s.timer)
     s.timer = undefined
   }
 
   private schedule(s: AddressState, delayMs: number): void {
     if (this.closed) return
     this.stopProbing(s)
-    s.timer = this.timers.setTimeout(() => void this.runProbe(s), delayMs)
+    s.timer = this.time.setTimeout(() => void this.runProbe(s), delayMs)
   }
 
   private async runProbe(s: AddressState): Promise<void> {
     s.timer = undefined
     if (this.closed || this.states.peek(s.address) !== s) return
-    if (this.clock() - s.lastAskedAt > this.opts.idleForgetMs) {
+    if (this.time.now() - s.lastAskedAt > this.opts.idleForgetMs) {
       this.states.delete(s.address)
       return
     }
     s.probing = true
-    s.lastProbeAt = this.clock()
+    s.lastProbeAt = this.time.now()
     let outcome: ProbeOutcome
     try {
       outcome = agreed(
@@ -213,7 +205,7 @@ export class BreakerRegistry {
     if (outcome.healthy) {
       if (s.openedAt !== undefined) {
         this.logger?.info(
-          { vaultAddress: s.address, downMs: this.clock() - (s.since ?? s.openedAt) },
+          { vaultAddress: s.address, downMs: this.time.now() - (s.since ?? s.openedAt) },
           'Vault reachable again: Mounts for this address go through',
         )
       }
@@ -226,7 +218,7 @@ export class BreakerRegistry {
     s.sealed = outcome.sealed
     s.lastCause = outcome.cause
     if (s.openedAt === undefined) {
-      s.openedAt = this.clock()
+      s.openedAt = this.time.now()
       s.since = s.openedAt
       this.logger?.warn(
         { vaultAddress: s.address, since: iso(s.since), cause: s.lastCause },

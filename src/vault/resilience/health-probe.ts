@@ -21,7 +21,7 @@
  * so the verdict is read from the body, which states the server's condition.
  */
 import type { VaultConnection } from '../../request/types.js'
-import { NEVER_CANCELLED, type CancelSignal } from '../../util/cancellation.js'
+import type { Time } from '../../util/time.js'
 import { VaultConnectionError, type ConnectionFailureKind } from '../transport/call-errors.js'
 import { codeAtProxy, ProxyConnectionError } from '../transport/proxy-connection.js'
 import { PROVIDER_TENANT, type TransportRegistry } from '../transport/registry.js'
@@ -91,25 +91,24 @@ function statusOfBody(body: Record<string, unknown>): number | undefined {
 
 /**
  * Never throws: every failure is a VaultHealth that says what went wrong. `freshConnection`: over a
- * connection of its own (a breaker's probe, fresh-connection.ts). `now` is injected by tests.
+ * connection of its own (a breaker's probe, fresh-connection.ts).
  */
 export async function probeVaultHealth(
   transport: VaultCaller,
   timeoutMs: number,
-  cancel?: CancelSignal,
-  now: () => number = Date.now,
+  time: Pick<Time, 'now'>,
   freshConnection = false,
 ): Promise<VaultHealth> {
-  const started = now()
+  const started = time.now()
   const client = createVaultClient(transport, PROVIDER_TENANT, true)
   try {
     const answer: unknown = await client.health({
       standbyok: true,
-      requestOptions: callOptions(timeoutMs, cancel ?? NEVER_CANCELLED, '', MAX_ERROR_BODY_BYTES, {
+      requestOptions: callOptions(timeoutMs, undefined, '', MAX_ERROR_BODY_BYTES, {
         freshConnection,
       }),
     })
-    const localAt = now()
+    const localAt = time.now()
     const body: Record<string, unknown> =
       answer !== null && typeof answer === 'object' ? (answer as Record<string, unknown>) : {}
     const bool = (k: string): boolean | undefined => (typeof body[k] === 'boolean' ? (body[k] as boolean) : undefined)
@@ -137,7 +136,7 @@ export async function probeVaultHealth(
       version: typeof body.version === 'string' ? body.version : undefined,
       clockSkewMs,
       detail,
-      durationMs: now() - started,
+      durationMs: time.now() - started,
     }
   } catch (err) {
     const failure = describeFailure(err)
@@ -148,7 +147,7 @@ export async function probeVaultHealth(
       errorCode: err instanceof VaultConnectionError ? err.code : undefined,
       errorKind: err instanceof VaultConnectionError ? err.kind : undefined,
       proxy: err instanceof ProxyConnectionError && err.atProxy ? err.proxy : undefined,
-      durationMs: now() - started,
+      durationMs: time.now() - started,
     }
   }
 }
@@ -161,11 +160,15 @@ export async function probeVaultHealth(
  * a transport built for the occasion from the registry's options (its egress proxy, allow-list,
  * caps and observer) and no TLS files.
  */
-export function providerProber(transports: Pick<TransportRegistry, 'get' | 'oneOff'>, own: VaultConnection): Prober {
+export function providerProber(
+  transports: Pick<TransportRegistry, 'get' | 'oneOff'>,
+  own: VaultConnection,
+  time: Pick<Time, 'now'>,
+): Prober {
   return async (address, timeoutMs) => {
     if (address === own.address) {
       const transport = await transports.get(own, PROVIDER_TENANT)
-      return probeOutcome(await probeVaultHealth(transport, timeoutMs, undefined, Date.now, true))
+      return probeOutcome(await probeVaultHealth(transport, timeoutMs, time, true))
     }
     let transport
     try {
@@ -175,7 +178,7 @@ export function providerProber(transports: Pick<TransportRegistry, 'get' | 'oneO
       return { healthy: true }
     }
     try {
-      return probeOutcome(await probeVaultHealth(transport, timeoutMs))
+      return probeOutcome(await probeVaultHealth(transport, timeoutMs, time))
     } finally {
       await transport.close()
     }

@@ -16,8 +16,8 @@
  * node) until the Mount's deadline, whatever the attempt cap, each wait at most
  * `nodeMaxDelayMs`. An election lasts seconds (8–28 s measured on OpenBao 2.7).
  */
-import type { CancelSignal } from '../../util/cancellation.js'
 import type { Deadline } from '../../util/deadline.js'
+import type { Time } from '../../util/time.js'
 import {
   VaultCallAborted,
   VaultConnectionError,
@@ -133,27 +133,6 @@ export interface RetryHooks {
   onRetry?(attempt: number, delayMs: number, reason: string): void
 }
 
-/** Waits `ms`, or until `cancel` aborts (then rejects with VaultCallAborted). */
-export type Sleep = (ms: number, cancel: CancelSignal) => Promise<void>
-
-export const abortableSleep: Sleep = (ms, cancel) =>
-  new Promise<void>((resolve, reject) => {
-    if (cancel.aborted) {
-      reject(new VaultCallAborted())
-      return
-    }
-    const done = (): void => {
-      cancel.removeAbortListener(gone)
-      resolve()
-    }
-    const gone = (): void => {
-      clearTimeout(timer)
-      reject(new VaultCallAborted())
-    }
-    const timer = setTimeout(done, ms)
-    cancel.addAbortListener(gone)
-  })
-
 /** What an attempt is told: `freshConnection` after one node's answer (another node behind a Service). */
 export interface AttemptOptions {
   freshConnection: boolean
@@ -166,14 +145,14 @@ export interface AttemptOptions {
  * number of attempts made recorded on it (typed errors' `attempts`); when the
  * deadline ran out on an attempt after one node's answers, that answer is what
  * is thrown (it says why). A wait ends at once when the deadline's caller
- * leaves. `sleep` and `random` (the jitter) are injected by tests.
+ * leaves (VaultCallAborted). `random` (the jitter) is injected by tests.
  */
 export async function withRetry<T>(
   attempt: (n: number, options: AttemptOptions) => Promise<T>,
   deadline: Deadline,
+  time: Pick<Time, 'sleep'>,
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
   hooks: RetryHooks = {},
-  sleep: Sleep = abortableSleep,
   random: () => number = Math.random,
 ): Promise<T> {
   let lastError: unknown
@@ -210,7 +189,9 @@ export async function withRetry<T>(
       const delay = delayFor(decision, n - 1, policy, random)
       if (deadline.remainingMs() - delay < policy.minAttemptMs) throw failure
       hooks.onRetry?.(n, delay, decision.reason)
-      await sleep(delay, deadline.cancel)
+      await time.sleep(delay, deadline.signal).catch(() => {
+        throw new VaultCallAborted()
+      })
     }
   }
 }

@@ -11,11 +11,10 @@
 import type { IdentityScopeName } from '../../config/config.js'
 import type { Logger } from '../../observability/logger.js'
 import type { VaultObserver } from '../../observability/vault-observer.js'
-import type { Clock } from '../../util/deadline.js'
 import { FairCache } from '../../util/fair-cache.js'
-import type { Timers } from '../../util/shared-call.js'
+import type { Time } from '../../util/time.js'
 import type { BreakerRegistry } from '../resilience/breaker.js'
-import type { RetryPolicy, Sleep } from '../resilience/retry.js'
+import type { RetryPolicy } from '../resilience/retry.js'
 import { loginNamespace } from '../../request/types.js'
 import type { ExportedSession, ImportedEntries } from './exported.js'
 import { createSecretStore, type SecretStore } from './secret-cache.js'
@@ -44,10 +43,9 @@ export interface SessionPoolOptions {
   transports: TransportSource
   /** The breaker layer around every Vault call of every session. */
   breakers: Pick<BreakerRegistry, 'hooks'>
-  /** Injected by tests: time, the timers waiters give up by, retry waits and policy. */
-  clock?: Clock
-  timers?: Timers
-  sleep?: Sleep
+  /** The clock, the timers waiters give up by and the waits between retries. */
+  time: Time
+  /** Injected by tests. */
   retryPolicy?: RetryPolicy
 }
 export function identityKey(id: VaultIdentity, scope: IdentityScope): string {
@@ -75,7 +73,6 @@ export class SessionPool {
    * first session: a node that mounts nothing does not hold it.
    */
   private secretStore: SecretStore | undefined
-  private readonly clock: Clock
   /** Handover: the predecessor's state being taken over; new sessions wait for it (holdSessionsUntil). */
   private importing: Promise<void> | undefined
   /** Handover: this process's state went to a successor; nothing is revoked from now on. */
@@ -83,7 +80,6 @@ export class SessionPool {
 
   constructor(opts: SessionPoolOptions) {
     this.opts = opts
-    this.clock = opts.clock ?? Date.now
     this.transports = opts.transports
     // Evicted for room, a session is only forgotten: its pods may still use its leases. When full, the
     // namespace holding the most sessions gives one up (util/fair-cache.ts).
@@ -133,15 +129,13 @@ export class SessionPool {
       store: (this.secretStore ??= createSecretStore()),
       prefix: `${key}\n`,
       tenant,
-      clock: this.opts.clock,
-      timers: this.opts.timers,
-      sleep: this.opts.sleep,
+      time: this.opts.time,
       retryPolicy: this.opts.retryPolicy,
     })
   }
 
   /** Revokes and forgets identities whose pods have not mounted for the idle time: they are gone. */
-  async sweepIdle(now = this.clock()): Promise<number> {
+  async sweepIdle(now = this.opts.time.now()): Promise<number> {
     if (!this.sessions || this.handedOver) return 0
     const idle: Array<[string, VaultSession]> = []
     for (const [key, s] of this.sessions.entries()) {
@@ -171,7 +165,7 @@ export class SessionPool {
    * Handover (src/handover/): every identity with a live token, for a successor process. From
    * then on this pool revokes nothing (its sweeper stops): the successor owns those tokens.
    */
-  exportState(now = this.clock()): ExportedSession[] {
+  exportState(now = this.opts.time.now()): ExportedSession[] {
     this.handedOver = true
     if (this.sweeper) clearInterval(this.sweeper)
     const out: ExportedSession[] = []
@@ -189,7 +183,7 @@ export class SessionPool {
    */
   async importState(
     state: ExportedSession,
-    now = this.clock(),
+    now = this.opts.time.now(),
   ): Promise<{ outcome: 'taken_over' | 'refused' | 'expired'; entries?: ImportedEntries }> {
     if (!this.sessions || this.sessions.size >= this.opts.maxSessions) return { outcome: 'refused' }
     if (now >= state.token.expiresAt) return { outcome: 'expired' }

@@ -4,7 +4,8 @@
  * there or the last one was abandoned (every waiter left before it finished).
  */
 import type { Deadline } from '../../util/deadline.js'
-import { SharedCall, type SharedCallOptions } from '../../util/shared-call.js'
+import { SharedCall } from '../../util/shared-call.js'
+import type { Time } from '../../util/time.js'
 
 export interface Joined<T> {
   /** This caller started the work (the others joined it). */
@@ -14,10 +15,10 @@ export interface Joined<T> {
 
 export class SharedCalls<T> {
   private readonly inflight = new Map<string, SharedCall<T>>()
-  private readonly opts: SharedCallOptions
+  private readonly time: Time
 
-  constructor(opts: SharedCallOptions) {
-    this.opts = opts
+  constructor(time: Time) {
+    this.time = time
   }
 
   /**
@@ -33,7 +34,7 @@ export class SharedCalls<T> {
   ): Joined<T> {
     const pending = this.inflight.get(key)
     if (pending?.joinable) return { led: false, result: pending.join(deadline, giveUp) }
-    const call = new SharedCall(work, this.opts)
+    const call = new SharedCall(work, this.time)
     this.inflight.set(key, call)
     const result = call.join(deadline, giveUp)
     void call.done.then(() => {

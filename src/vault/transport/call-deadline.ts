@@ -6,15 +6,14 @@
  * reports afterwards is not passed on.
  */
 import type { Dispatcher } from 'undici'
-import type { CancelSignal } from '../../util/cancellation.js'
 import { VaultCallAborted, VaultConnectionError } from './call-errors.js'
 import { ForwardingHandler, endedController } from './forwarding-handler.js'
 
 export interface DeadlineOptions {
   /** The whole call, connection to last byte. */
   timeoutMs: number
-  /** The caller gave up: the call ends at once with VaultCallAborted. */
-  cancel?: CancelSignal
+  /** Aborted when the caller gave up: the call ends at once with VaultCallAborted. */
+  callerSignal?: AbortSignal
 }
 
 /** Passed down: aborted, with the call's failure as its reason, when the call ends early (tenant-slots.ts). */
@@ -29,17 +28,17 @@ class DeadlineHandler extends ForwardingHandler {
   private controller: Controller | undefined
   private readonly ended = new AbortController()
   private readonly timer: NodeJS.Timeout
-  private readonly cancel: CancelSignal | undefined
+  private readonly callerSignal: AbortSignal | undefined
   private readonly onCallerGone = (): void => this.end(new VaultCallAborted())
 
   constructor(next: Dispatcher.DispatchHandler, opts: DeadlineOptions) {
     super(next)
-    this.cancel = opts.cancel
+    this.callerSignal = opts.callerSignal
     this.timer = setTimeout(
       () => this.end(new VaultConnectionError('timeout', 'ETIMEDOUT', `no answer within ${opts.timeoutMs} ms`)),
       Math.max(1, opts.timeoutMs),
     )
-    this.cancel?.addAbortListener(this.onCallerGone)
+    this.callerSignal?.addEventListener('abort', this.onCallerGone)
   }
 
   get signal(): AbortSignal {
@@ -58,7 +57,7 @@ class DeadlineHandler extends ForwardingHandler {
     if (this.done) return false
     this.done = true
     clearTimeout(this.timer)
-    this.cancel?.removeAbortListener(this.onCallerGone)
+    this.callerSignal?.removeEventListener('abort', this.onCallerGone)
     return true
   }
 
@@ -88,7 +87,7 @@ class DeadlineHandler extends ForwardingHandler {
 
 export const callDeadline: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
   const o = opts as Dispatcher.DispatchOptions & DeadlineOptions
-  if (o.cancel?.aborted) {
+  if (o.callerSignal?.aborted === true) {
     const err = new VaultCallAborted()
     handler.onResponseError?.(endedController(err), err)
     return true

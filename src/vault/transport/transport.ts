@@ -27,7 +27,6 @@ import type { Logger } from '../../observability/logger.js'
 import type { AddressAllowlist } from './address-allowlist.js'
 import { operationOfCall, type VaultObserver, type VaultOperation } from '../../observability/vault-observer.js'
 import type { VaultConnection } from '../../request/types.js'
-import type { CancelSignal } from '../../util/cancellation.js'
 import { bodyCaps } from './body-caps.js'
 import { callDeadline } from './call-deadline.js'
 import { observeCalls } from './call-observer.js'
@@ -88,8 +87,8 @@ export interface VaultCall {
   body?: unknown
   /** The whole call, connection to last byte. */
   timeoutMs: number
-  /** The caller gave up: the call ends at once with VaultCallAborted. */
-  cancel?: CancelSignal
+  /** Aborted when the caller gave up: the call ends at once with VaultCallAborted. */
+  signal?: AbortSignal
   /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
   maxResponseBytes?: number
   /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
@@ -242,7 +241,7 @@ export class VaultTransport implements VaultCaller {
       bodyTimeout: 0,
       // What the interceptors read.
       timeoutMs: c.timeoutMs,
-      cancel: c.cancel,
+      callerSignal: c.signal,
       tenant: c.tenant,
       maxResponseBytes: c.maxResponseBytes,
       freshConnection: c.freshConnection,
