@@ -9,7 +9,7 @@
  * - A waiter leaves when its deadline passes or its signal aborts (its
  *   caller left): it is rejected with the error it chose, and the work goes
  *   on for the others. A follower therefore never fails for the leader's
- *   deadline, nor waits past its own.
+ *   deadline, nor waits past its own (but for the grace below).
  * - When the last waiter leaves before the work is done, nobody may join
  *   the work any more (the owner starts a new one for the next caller). If
  *   that waiter's caller left, the work is aborted (its signal aborts, so
@@ -18,11 +18,18 @@
  *   and fail as timeouts, which is what they are (the breaker counts them).
  *   The signal only ever means "nobody is there any more", as a Deadline's
  *   signal does.
+ * - A waiter whose deadline is the work's (the latest) gives the work
+ *   SETTLE_GRACE_MS past it before leaving: the work's calls end at that
+ *   same instant, and their failure (a sealed node, an election) says more
+ *   than "out of time". Timers that fire together run in no fixed order.
  *
  * Time is injected, so tests never sleep.
  */
 import { Deadline } from './deadline.js'
 import type { Time } from './time.js'
+
+/** How long past its deadline the work's last waiter waits for the work's own failure (well within the Mount's margin). */
+export const SETTLE_GRACE_MS = 500
 
 /** One caller waiting for the shared call, until its own deadline. */
 interface Waiter {
@@ -113,21 +120,22 @@ export class SharedCall<T> {
         reject(giveUp(cancelled))
       }
       const onAbort = (): void => leave(true)
-      const arm = (): void => {
+      const arm = (fired: boolean): void => {
         const left = deadline.remainingMs()
-        if (left <= 0) {
-          leave(false)
-          return
-        }
-        // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
-        timer = this.time.setTimeout(arm, left)
+        if (left > 0) {
+          // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
+          timer = this.time.setTimeout(() => arm(true), left)
+        } else if (fired && deadline.expiresAt >= this.latestExpiry()) {
+          // The work ends now on its own time limits: a moment for its own failure to arrive.
+          timer = this.time.setTimeout(() => leave(false), SETTLE_GRACE_MS)
+        } else leave(false)
       }
       if (deadline.cancelled) {
         leave(true)
         return
       }
       deadline.signal?.addEventListener('abort', onAbort)
-      arm()
+      arm(false)
       outcome.then(
         (value) => {
           if (finish()) resolve(value)

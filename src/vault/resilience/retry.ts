@@ -18,6 +18,7 @@
  */
 import type { Deadline } from '../../util/deadline.js'
 import type { Time } from '../../util/time.js'
+import { ProviderError } from '../../errors.js'
 import {
   VaultCallAborted,
   VaultConnectionError,
@@ -133,6 +134,11 @@ export interface RetryHooks {
   onRetry?(attempt: number, delayMs: number, reason: string): void
 }
 
+/** An attempt refused to start: the Mount's deadline had passed (the session's call options). */
+function isOutOfTime(err: unknown): boolean {
+  return err instanceof ProviderError && err.code === 'DEADLINE_EXCEEDED'
+}
+
 /** What an attempt is told: `freshConnection` after one node's answer (another node behind a Service). */
 export interface AttemptOptions {
   freshConnection: boolean
@@ -179,9 +185,11 @@ export async function withRetry<T>(
       if (nodeAnswer) lastNodeAnswer = err
       else counted += 1
       freshConnection = nodeAnswer
-      // Out of time on an attempt after a node's answers: that answer says why (no active node, sealed).
+      // Out of time after a node's answers (the attempt timed out, or found no time left to start):
+      // that answer says why (no active node, sealed). Timers are not exact, so "out" is "too little for another".
+      const outOfTime = (isTimeout(err) || isOutOfTime(err)) && deadline.remainingMs() < policy.minAttemptMs
       const failure =
-        lastNodeAnswer !== undefined && isTimeout(err) && deadline.remainingMs() <= 0
+        lastNodeAnswer !== undefined && outOfTime
           ? Object.assign(lastNodeAnswer as VaultHttpError | VaultRedirect, { attempts: n })
           : err
       lastError = failure

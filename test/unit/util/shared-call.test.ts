@@ -2,7 +2,7 @@
 // signal, the work goes on for the others and is aborted only when none is left.
 import t from 'tap'
 import { Deadline } from '../../../src/util/deadline.js'
-import { SharedCall } from '../../../src/util/shared-call.js'
+import { SETTLE_GRACE_MS, SharedCall } from '../../../src/util/shared-call.js'
 import { ManualTime } from '../../support/manual-time.js'
 
 const giveUp = (cancelled: boolean): Error => new Error(cancelled ? 'left' : 'timed out')
@@ -126,11 +126,23 @@ t.test(
       { clock: time.clock, timers: time },
     )
     const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
-    await time.advance(1_000)
+    await time.advance(1_000 + SETTLE_GRACE_MS)
     t.equal(await only, 'timed out')
     t.equal(call.joinable, false, 'a new caller starts new work')
     t.equal(shared?.signal.aborted, false, 'not aborted: its calls time out by themselves (and count as timeouts)')
-    t.equal(shared?.remainingMs(), 0, "its deadline, the last waiter's, has passed")
+    t.equal(shared?.remainingMs(), -SETTLE_GRACE_MS, "its deadline, the last waiter's, has passed")
     answer.resolve('late')
   },
 )
+
+t.test("the work failing at the last waiter's deadline: that failure, not 'timed out', is the answer", async (t) => {
+  const time = new ManualTime()
+  const answer = held<string>()
+  const call = new SharedCall(() => answer.promise, { clock: time.clock, timers: time })
+  const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+  // The waiter's timer fires first; the work's own call timer, due at the same instant, a moment later.
+  await time.advance(1_000)
+  answer.reject(new Error('Vault is sealed'))
+  t.equal(await only, 'Vault is sealed')
+  t.equal(time.timers, 0, 'no give-up timer is left behind')
+})

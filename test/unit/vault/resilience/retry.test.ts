@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import { Cancellation } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
+import { ProviderError } from '../../../../src/errors.js'
 import {
   VaultCallAborted,
   VaultConnectionError,
@@ -360,6 +361,61 @@ t.test('out of time on an attempt after node answers: the node answer, not the t
   ).catch((e: unknown) => e)
   t.ok(err instanceof VaultHttpError && err.node === 'sealed')
   t.equal((err as VaultHttpError).attempts, 2)
+})
+
+t.test('a timeout a millisecond before the deadline after node answers: still the node answer', async (t) => {
+  const { deadline, sleep } = manualDeadline(5_000)
+  let n = 0
+  const err = await withRetry(
+    async () => {
+      n++
+      if (n === 1) throw SEALED()
+      // Timers are not exact: the call's timer fires just before the deadline's clock says so.
+      await sleep(deadline.remainingMs() - 1, deadline.cancel)
+      throw socketError('timeout', 'ETIMEDOUT')
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+  ).catch((e: unknown) => e)
+  t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
+})
+
+t.test('no time left to start an attempt after node answers: the node answer, not the refusal to start', async (t) => {
+  const { deadline, sleep } = manualDeadline(5_000)
+  let n = 0
+  const err = await withRetry(
+    async () => {
+      n++
+      if (n === 1) throw SEALED()
+      // A wait overslept (a loaded node): the session's call options find the deadline passed.
+      await sleep(deadline.remainingMs() + 20, deadline.cancel)
+      throw new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+  ).catch((e: unknown) => e)
+  t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
+  t.equal((err as VaultHttpError).attempts, 2)
+})
+
+t.test('a deadline refusal with no node answer before it stays a deadline refusal', async (t) => {
+  const { deadline, sleep } = manualDeadline(5_000)
+  const refusal = new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
+  const err = await withRetry(
+    async () => {
+      await sleep(6_000, deadline.cancel)
+      throw refusal
+    },
+    deadline,
+    DEFAULT_RETRY_POLICY,
+    {},
+    sleep,
+  ).catch((e: unknown) => e)
+  t.equal(err, refusal)
 })
 
 t.test(
