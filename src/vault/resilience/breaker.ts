@@ -169,7 +169,8 @@ export class BreakerRegistry {
     }
     s.lastAskedAt = this.time.now()
     if (s.probing || s.timer !== undefined) return
-    const wait = s.lastProbeAt === undefined ? 0 : Math.max(0, s.lastProbeAt + this.opts.probeIntervalMs - this.time.now())
+    const wait =
+      s.lastProbeAt === undefined ? 0 : Math.max(0, s.lastProbeAt + this.opts.probeIntervalMs - this.time.now())
     this.schedule(s, wait)
   }
 

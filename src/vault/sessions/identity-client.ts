@@ -15,7 +15,13 @@ import type { BreakerRegistry } from '../resilience/breaker.js'
 import { DEFAULT_RETRY_POLICY, withRetry, type AttemptOptions, type RetryPolicy } from '../resilience/retry.js'
 import { isTimeout, VaultCallAborted } from '../transport/call-errors.js'
 import type { VaultCaller } from '../transport/transport.js'
-import { callOptions, createVaultClient, type CallOptions, type MoreCallOptions, type VaultClient } from '../vault-client.js'
+import {
+  callOptions,
+  createVaultClient,
+  type CallOptions,
+  type MoreCallOptions,
+  type VaultClient,
+} from '../vault-client.js'
 
 /** No single Vault call may take longer than this, whatever the Mount's deadline. */
 export const VAULT_CALL_TIMEOUT_MS = 30_000
@@ -81,7 +87,13 @@ export class IdentityClient {
    * The options of one call to `namespace`: what is left of the Mount's deadline (at most
    * VAULT_CALL_TIMEOUT_MS) and its signal.
    */
-  options(deadline: Deadline, what: LazyText, namespace: string, maxBytes?: number, more?: MoreCallOptions): CallOptions {
+  options(
+    deadline: Deadline,
+    what: LazyText,
+    namespace: string,
+    maxBytes?: number,
+    more?: MoreCallOptions,
+  ): CallOptions {
     const remaining = deadline.remainingMs()
     if (remaining <= 0) {
       throw new ProviderError(

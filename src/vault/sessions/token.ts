@@ -163,7 +163,12 @@ export class IdentityToken {
     const ttlSec = typeof auth.lease_duration === 'number' && auth.lease_duration > 0 ? auth.lease_duration : 0
     const now = time.now()
     this.generation += 1
-    const state = this.lifetime(this.generation, now, ttlSec * 1000, (auth as { renewable?: unknown }).renewable === true)
+    const state = this.lifetime(
+      this.generation,
+      now,
+      ttlSec * 1000,
+      (auth as { renewable?: unknown }).renewable === true,
+    )
     logger.debug(
       { role: identity.role, authMount: identity.authMount, ttlSec, durationMs: now - started },
       'logged in to Vault',
@@ -247,7 +252,10 @@ export class IdentityToken {
   private async revokeHeld(failureLog: string): Promise<boolean> {
     const { vault, logger, identity } = this.client
     try {
-      await revokeSelf(vault, callOptions(REVOKE_TIMEOUT_MS, undefined, this.client.tokenNamespace, MAX_TOKEN_ANSWER_BYTES))
+      await revokeSelf(
+        vault,
+        callOptions(REVOKE_TIMEOUT_MS, undefined, this.client.tokenNamespace, MAX_TOKEN_ANSWER_BYTES),
+      )
       return true
     } catch (err) {
       logger.debug({ role: identity.role, status: statusOf(err) }, failureLog)
