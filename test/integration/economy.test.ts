@@ -12,10 +12,13 @@ import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import { DEFAULT_MAX_VAULT_RESPONSE_BYTES } from '../../src/config/config.js'
 import { ephemeralKey } from '../../src/hmac/hmac-key.js'
+import { NodeBudget } from '../../src/mount/budget.js'
 import { runMount, type MountResult } from '../../src/mount/mount.js'
+import { RenderTurns } from '../../src/mount/render-turns.js'
 import { createLogger } from '../../src/observability/logger.js'
 import type { MountSpec, SecretObject } from '../../src/request/types.js'
 import { Deadline } from '../../src/util/deadline.js'
+import { systemTime, type Time } from '../../src/util/time.js'
 import { SessionPool } from '../../src/vault/sessions/pool.js'
 import { TransportRegistry } from '../../src/vault/transport/registry.js'
 import { SecureContexts } from '../../src/vault/transport/secure-contexts.js'
@@ -31,6 +34,14 @@ import { testTransportOptions } from '../support/transport-options.js'
 /** The provider's Vault layer in this process, on a manual clock, talking to the fixture's OpenBao. */
 function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
   const time = new ManualTime(Date.now())
+  // The clock and the waiters' give-up timers move when the test says; a retry against the real
+  // OpenBao (a blip) waits in real time, as it would have before the clock was injected.
+  const vaultTime: Time = {
+    now: time.now,
+    setTimeout: (fn, ms) => time.setTimeout(fn, ms),
+    clearTimeout: (handle) => time.clearTimeout(handle),
+    sleep: systemTime().sleep,
+  }
   const transports = new TransportRegistry(testTransportOptions(DEFAULT_MAX_VAULT_RESPONSE_BYTES), new SecureContexts())
   const pool = new SessionPool({
     maxSessions: 100,
@@ -43,13 +54,14 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
     logger: createLogger('error', new Writable({ write: (_c, _e, cb) => cb() })),
     transports,
     breakers: NO_BREAKER,
-    clock: time.clock,
-    timers: time,
+    time: vaultTime,
   })
   t.teardown(() => {
     pool.close()
     transports.close()
   })
+  const renderTurns = new RenderTurns()
+  const nodeBudget = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 })
   const mount = (
     pod: { name: string; uid: string },
     roleName: string,
@@ -88,11 +100,13 @@ function inProcess(t: Test, fx: Fixture, idleRevokeMs = 0) {
       kube: undefined,
       hmacKey: ephemeralKey(),
       logger: createLogger('error'),
-      now: time.clock,
+      time: vaultTime,
+      renderTurns,
       allowlist: ANY_ADDRESS,
       breakers: NO_BREAKER,
     }
-    return runMount(spec, deps, Deadline.in(30_000, undefined, time.clock))
+    const budget = nodeBudget.open(identity.namespace)
+    return runMount(spec, deps, Deadline.in(30_000, undefined, time), budget).finally(() => budget.release())
   }
   return { time, pool, mount }
 }

@@ -2,6 +2,7 @@
 // it records every call and answers from a script, so tests can hold an answer, fail it, or
 // check what was sent. The real transport is tested against real HTTP servers and OpenBao.
 import type { Logger } from '../../src/observability/logger.js'
+import type { Time } from '../../src/util/time.js'
 import { VaultCallAborted, VaultHttpError } from '../../src/vault/transport/call-errors.js'
 import type { SessionPoolOptions } from '../../src/vault/sessions/pool.js'
 import type { TransportSource } from '../../src/vault/transport/registry.js'
@@ -15,11 +16,13 @@ export const ANY_ADDRESS = { check: () => undefined }
 
 /**
  * SessionPool options for unit tests on fake Vaults: pod scope, nothing kept past a Mount, no idle
- * revocation; `more` sets what a test is about (node-vault's loader, time, the scope…).
+ * revocation, on the test's time (test/support/manual-time.ts); `more` sets what a test is about
+ * (node-vault's loader, the scope…).
  */
 export function fakePoolOptions(
   logger: Logger,
   transports: TransportSource,
+  time: Time,
   more: Partial<SessionPoolOptions> = {},
 ): SessionPoolOptions {
   return {
@@ -31,6 +34,7 @@ export function fakePoolOptions(
     logger,
     transports,
     breakers: NO_BREAKER,
+    time,
     ...more,
   }
 }
@@ -84,7 +88,7 @@ export class FakeVault implements VaultCaller {
 
   async call(c: VaultCall): Promise<VaultAnswer> {
     // Like the transport: a caller already gone sends nothing.
-    if (c.cancel?.aborted) throw new VaultCallAborted()
+    if (c.signal?.aborted === true) throw new VaultCallAborted()
     this.calls.push(c)
     const route = this.handlers.find(([p]) => p.test(`${c.method} ${c.path}`))
     if (!route) throw new VaultHttpError(404, [`no route for ${c.method} ${c.path}`])
@@ -95,8 +99,8 @@ export class FakeVault implements VaultCaller {
       // Like the transport: the caller's signal ends the call at once.
       return await new Promise<VaultAnswer>((resolve, reject) => {
         const gone = (): void => reject(new VaultCallAborted())
-        c.cancel?.addAbortListener(gone)
-        answer.then(resolve, reject).finally(() => c.cancel?.removeAbortListener(gone))
+        c.signal?.addEventListener('abort', gone)
+        answer.then(resolve, reject).finally(() => c.signal?.removeEventListener('abort', gone))
       })
     } finally {
       this.inFlight--

@@ -15,6 +15,7 @@ import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import type { VaultIdentity } from '../../../src/vault/sessions/session.js'
 import { FakeVault, fakePoolOptions, gate, loginAnswer } from '../../support/fake-vault.js'
 import { startRelay, type Tamper } from '../../support/handover-relay.js'
+import { ManualTime } from '../../support/manual-time.js'
 import { tempDirFor } from '../../support/tmp.js'
 
 const settings: HandoverSettings = {
@@ -31,6 +32,8 @@ const id: VaultIdentity = {
   audience: 'vault',
   pod: { name: 'web-0', namespace: 'shop', uid: 'u-1', serviceAccount: 'web' },
 }
+/** The pools' and the handovers' clock: token lifetimes are judged by it (nothing here waits on it). */
+const time = new ManualTime()
 const creds = { method: 'GET' as const, path: 'database/creds/app', query: [] }
 const jwt = async (): Promise<string> => 'jwt'
 
@@ -64,7 +67,7 @@ function vault(): FakeVault {
 }
 
 async function side(t: Test, endpoint: string, v: FakeVault, more: Partial<StateHandoverOptions> = {}) {
-  const pool = new SessionPool(fakePoolOptions(logger(), { get: async () => v }))
+  const pool = new SessionPool(fakePoolOptions(logger(), { get: async () => v }, time))
   const { lines, logger: log } = logs()
   const handover = new StateHandover({
     endpoint,
@@ -73,6 +76,7 @@ async function side(t: Test, endpoint: string, v: FakeVault, more: Partial<State
     settings,
     allowsAddress: () => true,
     logger: log,
+    time,
     replaced: async () => true,
     ...more,
   })
@@ -96,7 +100,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 
 async function readCreds(pool: SessionPool): Promise<unknown> {
   const s = await pool.session(id)
-  return (await s.fetch(creds, 'creds', id.pod.uid, jwt, Deadline.in(10_000), 'test')).body
+  return (await s.fetch(creds, 'creds', id.pod.uid, jwt, Deadline.in(10_000, undefined, time), 'test')).body
 }
 
 t.test('the successor takes the state over; its sessions wait for it and find it', async (t) => {

@@ -7,6 +7,7 @@ import https from 'node:https'
 import { join } from 'node:path'
 import t from 'tap'
 import { KubeClient } from '../../../src/kube/client.js'
+import { ManualTime } from '../../support/manual-time.js'
 import { selfSignedServerCert } from '../../support/tls.js'
 import { tempDirFor } from '../../support/tmp.js'
 
@@ -72,7 +73,7 @@ t.test("a call made for a Mount ends when the Mount's caller leaves (TokenReques
       podName: 'web-0',
       podUid: 'u',
       expirationSeconds: 600,
-      deadline: Deadline.in(60_000, driver.signal),
+      deadline: Deadline.in(60_000, driver.signal, new ManualTime()),
     })
     .catch((e: unknown) => e)
   await reached

@@ -5,7 +5,14 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import type { ProviderError } from '../../../src/errors.js'
 import { ephemeralKey } from '../../../src/hmac/hmac-key.js'
-import { MOUNT_FETCH_CONCURRENCY, runMount, type MountDeps, type MountResult } from '../../../src/mount/mount.js'
+import { NodeBudget } from '../../../src/mount/budget.js'
+import {
+  MOUNT_FETCH_CONCURRENCY,
+  runMount as runMountWith,
+  type MountDeps,
+  type MountResult,
+} from '../../../src/mount/mount.js'
+import { RenderTurns } from '../../../src/mount/render-turns.js'
 import { createLogger } from '../../../src/observability/logger.js'
 import type { MountSpec } from '../../../src/request/types.js'
 import { Deadline } from '../../../src/util/deadline.js'
@@ -59,18 +66,23 @@ function spec(objects: number): MountSpec {
 }
 
 function deps(vault: FakeVault, time: ManualTime): MountDeps {
-  const pool = new SessionPool(
-    fakePoolOptions(
-      logger,
-      { get: async () => vault },
-      {
-        clock: time.clock,
-        timers: time,
-        sleep: async () => undefined,
-      },
-    ),
-  )
-  return { pool, kube: undefined, hmacKey: ephemeralKey(), logger, allowlist: ANY_ADDRESS, breakers: NO_BREAKER }
+  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, time))
+  return {
+    pool,
+    kube: undefined,
+    hmacKey: ephemeralKey(),
+    logger,
+    allowlist: ANY_ADDRESS,
+    breakers: NO_BREAKER,
+    time,
+    renderTurns: new RenderTurns(),
+  }
+}
+
+/** A Mount with a budget of its own, roomy enough for these tests (budget.test.ts tests the budget). */
+function runMount(s: MountSpec, d: MountDeps, deadline: Deadline): Promise<MountResult> {
+  const budget = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 }).open(s.pod.namespace)
+  return runMountWith(s, d, deadline, budget).finally(() => budget.release())
 }
 
 t.test('every planned request is read as the pod', async (t) => {
@@ -80,7 +92,7 @@ t.test('every planned request is read as the pod', async (t) => {
   const time = new ManualTime()
   const d = deps(vault, time)
   t.teardown(() => d.pool.close())
-  const result = await runMount(spec(6), d, Deadline.in(30_000, undefined, time.clock))
+  const result = await runMount(spec(6), d, Deadline.in(30_000, undefined, time))
   t.equal(result.objects.length, 6)
   t.equal(result.vaultCalls, 6)
   t.equal(vault.count(/^GET/), 6)
@@ -99,7 +111,7 @@ t.test('a cancelled Mount aborts its Vault calls in flight and starts no new one
   const d = deps(vault, time)
   t.teardown(() => d.pool.close())
   const driver = new AbortController()
-  const mount = runMount(spec(20), d, Deadline.in(30_000, driver.signal, time.clock)).catch((e: ProviderError) => e)
+  const mount = runMount(spec(20), d, Deadline.in(30_000, driver.signal, time)).catch((e: ProviderError) => e)
   await time.advance(0)
   t.equal(vault.inFlight, MOUNT_FETCH_CONCURRENCY, 'the first reads are in flight')
   driver.abort()
@@ -119,9 +131,7 @@ t.test('a Mount whose caller has already left sends nothing to Vault', async (t)
   t.teardown(() => d.pool.close())
   const gone = new AbortController()
   gone.abort()
-  const err = (await runMount(spec(3), d, Deadline.in(30_000, gone.signal, time.clock)).catch(
-    (e) => e,
-  )) as ProviderError
+  const err = (await runMount(spec(3), d, Deadline.in(30_000, gone.signal, time)).catch((e) => e)) as ProviderError
   t.equal(err.code, 'CANCELLED')
   t.equal(vault.calls.length, 0)
 })
@@ -138,8 +148,8 @@ t.test('two Mounts of one pod share a read; the one whose caller leaves does not
   const d = deps(vault, time)
   t.teardown(() => d.pool.close())
   const first = new AbortController()
-  const leaving = runMount(spec(1), d, Deadline.in(30_000, first.signal, time.clock)).catch((e: ProviderError) => e)
-  const staying = runMount(spec(1), d, Deadline.in(30_000, undefined, time.clock))
+  const leaving = runMount(spec(1), d, Deadline.in(30_000, first.signal, time)).catch((e: ProviderError) => e)
+  const staying = runMount(spec(1), d, Deadline.in(30_000, undefined, time))
   await time.advance(0)
   first.abort()
   t.equal(((await leaving) as ProviderError).code, 'CANCELLED')
@@ -168,7 +178,7 @@ function optionalMount(where: 'login' | 'read', body: unknown): { mount: Promise
   vault.on(/^GET secret\/data\/o0$/, () => answered404(body))
   const time = new ManualTime()
   const d = deps(vault, time)
-  return { mount: runMount(s, d, Deadline.in(30_000, undefined, time.clock)), close: () => d.pool.close() }
+  return { mount: runMount(s, d, Deadline.in(30_000, undefined, time)), close: () => d.pool.close() }
 }
 
 t.test('an optional object is skipped when Vault says nothing is stored at its own path', async (t) => {

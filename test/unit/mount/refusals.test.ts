@@ -28,7 +28,7 @@ const refusal = (what = 'a'): ProviderError =>
   new ProviderError('MOUNT_BUDGET_EXCEEDED', `object "${what}" takes the Mount past its budget`)
 
 t.test('a refusal answers the same pod asking the same way for the same objects, and nothing else', async (t) => {
-  const refusals = new RememberedRefusals(() => 0)
+  const refusals = new RememberedRefusals({ now: () => 0 })
   const err = refusal()
   refusals.remember(spec(), err)
   t.equal(refusals.recall(spec()), err, 'the same pod and text, parsed again')
@@ -45,7 +45,7 @@ t.test('a refusal answers the same pod asking the same way for the same objects,
 
 t.test(`a refusal is forgotten ${BUDGET_REFUSAL_MEMORY_MS} ms after it was made`, async (t) => {
   let now = 1_000_000
-  const refusals = new RememberedRefusals(() => now)
+  const refusals = new RememberedRefusals({ now: () => now })
   const err = refusal()
   refusals.remember(spec(), err)
   now += BUDGET_REFUSAL_MEMORY_MS - 1
@@ -59,7 +59,7 @@ t.test(`a refusal is forgotten ${BUDGET_REFUSAL_MEMORY_MS} ms after it was made`
 })
 
 t.test("one namespace's many refusals never push out another's", async (t) => {
-  const refusals = new RememberedRefusals(() => 0)
+  const refusals = new RememberedRefusals({ now: () => 0 })
   const quiet = [refusal('q0'), refusal('q1')]
   quiet.forEach((err, i) => refusals.remember(spec({ namespace: 'quiet', uid: `q${i}` }), err))
   const noisy = MAX_REMEMBERED_REFUSALS + 100
@@ -79,7 +79,7 @@ t.test("one namespace's many refusals never push out another's", async (t) => {
 
 t.test('a namespace with no refusal in memory costs no digest of its objects', async (t) => {
   let now = 0
-  const refusals = new RememberedRefusals(() => now)
+  const refusals = new RememberedRefusals({ now: () => now })
   let objectsRead = 0
   const watched = (namespace: string): MountSpec => {
     const s = spec({ namespace })

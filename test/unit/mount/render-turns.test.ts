@@ -6,7 +6,6 @@ import { ProviderError } from '../../../src/errors.js'
 import { RenderTurns, renderPace } from '../../../src/mount/render-turns.js'
 import { renderObjects } from '../../../src/render/render.js'
 import { parseObjects } from '../../../src/request/objects.js'
-import { Cancellation } from '../../../src/util/cancellation.js'
 import { Deadline } from '../../../src/util/deadline.js'
 import { hostileBundle, rsaPublicKey } from '../../support/cert-builder.js'
 import { thrown } from '../../support/thrown.js'
@@ -49,15 +48,19 @@ t.test("after a busy turn, the namespace's next turn waits for its share", async
 
 t.test("the pace stops at the Mount's deadline and at its cancellation, naming the object", async (t) => {
   let clock = 1000
-  const expired = renderPace(new Deadline(1500, undefined, () => clock), 'a', undefined)
+  const expired = renderPace(new Deadline(1500, undefined, { now: () => clock }), 'a', new RenderTurns())
   expired.check('object "x"')
   clock = 2000
   const late = thrown(() => expired.check('object "x"'), ProviderError)
   t.equal(late.code, 'DEADLINE_EXCEEDED')
   t.match(late.message, /ran out of time before object "x" was rendered/)
 
-  const cancel = new Cancellation()
-  const pace = renderPace(new Deadline(Number.MAX_SAFE_INTEGER, cancel), 'a', undefined)
+  const cancel = new AbortController()
+  const pace = renderPace(
+    new Deadline(Number.MAX_SAFE_INTEGER, cancel.signal, { now: () => clock }),
+    'a',
+    new RenderTurns(),
+  )
   cancel.abort(new Error('gone'))
   const gone = thrown(() => pace.check('object "y"'), ProviderError)
   t.equal(gone.code, 'CANCELLED', 'cancelled, not out of time')
@@ -70,8 +73,12 @@ t.test('a render the driver cancels stops before its next keystore: CANCELLED, n
     Array.from({ length: 6 }, (_, i) => `- {objectName: k${i}, secretPath: secret/data/b, format: pkcs12}`).join('\n'),
   )
   const labels = objs.map((o) => `object "${o.objectName}"`)
-  const cancel = new Cancellation()
-  const pace = renderPace(new Deadline(Number.MAX_SAFE_INTEGER, cancel), 'a', new RenderTurns())
+  const cancel = new AbortController()
+  const pace = renderPace(
+    new Deadline(Number.MAX_SAFE_INTEGER, cancel.signal, { now: () => 0 }),
+    'a',
+    new RenderTurns(),
+  )
   const render = renderObjects(
     objs,
     objs.map(() => ({ data: { data: { bundle: b.pem } } })),

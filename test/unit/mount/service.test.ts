@@ -17,8 +17,11 @@ import { Deadline } from '../../../src/util/deadline.js'
 import { SessionPool } from '../../../src/vault/sessions/pool.js'
 import { ANY_ADDRESS, FakeVault, NO_BREAKER, fakePoolOptions, kvAnswer, loginAnswer } from '../../support/fake-vault.js'
 import { signServiceAccountJwt } from '../../support/jwt.js'
+import { ManualTime } from '../../support/manual-time.js'
 
 const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+/** The services' clock, the pools' and the Mounts' deadlines': nothing here waits on it. */
+const time = new ManualTime()
 
 /** A Mount service logging into `lines`, with its own instance of every collaborator. */
 function serviceWithLog(more: Partial<MountServiceOptions> = {}): {
@@ -44,7 +47,8 @@ function serviceWithLog(more: Partial<MountServiceOptions> = {}): {
     objectsCache: new ObjectsCache(),
     budget: new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 }),
     renderTurns: new RenderTurns(),
-    refusals: new RememberedRefusals(),
+    refusals: new RememberedRefusals(time),
+    time,
     maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
     ...more,
   })
@@ -66,9 +70,12 @@ t.test('a refused request’s log line names the pod and the SecretProviderClass
     objects: '- objectName: x\n  secretPath: secret/data/x\n  secretKeyz: y\n',
     'csi.storage.k8s.io/serviceAccount.tokens': '{"vault":{"token":"eyJhbGciOi.not-logged.x"}}',
   })
-  await t.rejects(service.mount({ attributes, secrets: 'null', permission: '420' }, Deadline.in(5000)), {
-    code: 'BAD_OBJECT',
-  })
+  await t.rejects(
+    service.mount({ attributes, secrets: 'null', permission: '420' }, Deadline.in(5000, undefined, time)),
+    {
+      code: 'BAD_OBJECT',
+    },
+  )
   const line = lines.find((l) => l.msg === 'mount')
   t.match(line, { outcome: 'failure', pod: 'shop/web-0', secretProviderClass: 'web-secrets' })
   t.notMatch(JSON.stringify(lines), /eyJhbGciOi|secretKeyz: y|vault\.example/, 'nothing else of the request')
@@ -84,10 +91,12 @@ t.test('pod-controlled names are bounded; unparseable attributes log no names', 
         secrets: 'null',
         permission: '420',
       },
-      Deadline.in(5000),
+      Deadline.in(5000, undefined, time),
     ),
   )
-  await t.rejects(service.mount({ attributes: '{not json', secrets: 'null', permission: '420' }, Deadline.in(5000)))
+  await t.rejects(
+    service.mount({ attributes: '{not json', secrets: 'null', permission: '420' }, Deadline.in(5000, undefined, time)),
+  )
   const [first, second] = lines.filter((l) => l.msg === 'mount')
   const cut = `${'n'.repeat(MAX_LOGGED_STRING_CHARS)}…`
   t.equal(first!.secretProviderClass, cut, `${MAX_LOGGED_STRING_CHARS} characters and an ellipsis`)
@@ -139,7 +148,7 @@ function overVault(t: Test, sizes: Record<string, number>, more: Partial<MountSe
     mountFinished: (outcome: 'success' | 'failure', code: ErrorCode | undefined) => finished.push([outcome, code]),
   }
   const logger = createLogger('off')
-  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }))
+  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, time))
   t.teardown(() => pool.close())
   const world = serviceWithLog({ pool, hmacKey: ephemeralKey(), mountObserver, ...more })
   return { ...world, vault, finished }
@@ -150,7 +159,9 @@ const OBJECTS = '- objectName: big\n  secretPath: secret/data/big\n  secretKey: 
 t.test('an answer over -max-response-size: one failure line and one failure metric, RESPONSE_TOO_LARGE', async (t) => {
   const budget = new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 })
   const { service, lines, finished } = overVault(t, { big: 2048, small: 10 }, { maxResponseBytes: 1024, budget })
-  const err = await service.mount(podRequest('web-0', 'uid-0', OBJECTS), Deadline.in(30_000)).catch((e: unknown) => e)
+  const err = await service
+    .mount(podRequest('web-0', 'uid-0', OBJECTS), Deadline.in(30_000, undefined, time))
+    .catch((e: unknown) => e)
   t.match(err, { code: 'RESPONSE_TOO_LARGE' })
   t.match(
     (err as Error).message,
@@ -164,7 +175,7 @@ t.test('an answer over -max-response-size: one failure line and one failure metr
 
   const fits = await service.mount(
     podRequest('web-0', 'uid-0', '- objectName: small\n  secretPath: secret/data/small\n  secretKey: value\n'),
-    Deadline.in(30_000),
+    Deadline.in(30_000, undefined, time),
   )
   t.equal(fits.objects.length, 1, 'an answer within the limit goes through')
   t.same(finished[1], ['success', undefined])
@@ -179,12 +190,12 @@ t.test(
       { big: 4096 },
       {
         budget: new NodeBudget({ mountBytes: 1024, nodeBytes: 64 * 1024 }),
-        refusals: new RememberedRefusals(() => now),
+        refusals: new RememberedRefusals({ now: () => now }),
       },
     )
     const reads = (): number => vault.count(/^GET secret\/data\/big/)
     const mount = (name: string, uid: string, objects = OBJECTS) =>
-      service.mount(podRequest(name, uid, objects), Deadline.in(30_000)).catch((e: unknown) => e)
+      service.mount(podRequest(name, uid, objects), Deadline.in(30_000, undefined, time)).catch((e: unknown) => e)
     const first = await mount('web-0', 'uid-0')
     t.match(first, { code: 'MOUNT_BUDGET_EXCEEDED' })
     t.equal(reads(), 1)

@@ -26,8 +26,11 @@ import { VaultHttpError } from '../../../src/vault/transport/call-errors.js'
 import type { VaultAnswer, VaultCall } from '../../../src/vault/transport/transport.js'
 import { ANY_ADDRESS, denied, FakeVault, fakePoolOptions, kvAnswer, NO_BREAKER } from '../../support/fake-vault.js'
 import { decodeJwtPayload, signServiceAccountJwt } from '../../support/jwt.js'
+import { ManualTime } from '../../support/manual-time.js'
 
 const VAULT = 'https://vault.test:8200'
+/** The pools' clock and the Mounts' deadlines': the tests sweep idle identities at times of their own. */
+const time = new ManualTime()
 /** The controller's --rotation-poll-interval when its chart sets none (its main.go: 12h). */
 const CONTROLLER_DEFAULT_POLL_MS = 12 * 3_600_000
 /** The controller's own pod, the same in every request it makes. */
@@ -123,6 +126,7 @@ function world(
     fakePoolOptions(
       logger,
       { get: async () => vault },
+      time,
       // The test sweeps idle identities itself (sweepIdle with a time of its choosing).
       { scope: 'serviceaccount', idleRevokeMs: o.idleRevokeMs ?? 0, autoSweep: false },
     ),
@@ -140,13 +144,14 @@ function world(
     budget: o.budget ?? new NodeBudget({ mountBytes: 16 * 1024 * 1024, nodeBytes: 64 * 1024 * 1024 }),
     objectsCache: new ObjectsCache(),
     renderTurns: new RenderTurns(),
-    refusals: new RememberedRefusals(),
+    refusals: new RememberedRefusals(time),
+    time,
     maxResponseBytes: 4 * 1024 * 1024,
   })
   return { service, vault, lines, pool }
 }
 
-const deadline = (): Deadline => Deadline.in(30_000)
+const deadline = (): Deadline => Deadline.in(30_000, undefined, time)
 
 t.test(
   'identity and sessions: the SecretSync’s namespace and service account, never the controller’s pod',
@@ -183,7 +188,7 @@ t.test(
 
     // A database credential: leased for 8 h, renewable.
     const creds = () => {
-      const t0 = Date.now()
+      const t0 = time.now()
       const { service, vault, pool } = world(t, { idleRevokeMs: loadConfig(syncArgs, {}).identityIdleMs })
       let issued = 0
       vault.on(/^GET database\/creds\//, () => ({

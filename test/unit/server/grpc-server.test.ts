@@ -2,13 +2,14 @@
 // with the reason), and a Mount that was answered is not, although grpc-js emits 'cancelled'
 // after every call. The Mount logic is a stand-in that records the deadline it was given; the
 // calls come from the driver's own client over a real unix socket.
-import { once } from 'node:events'
+import { getMaxListeners, once } from 'node:events'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { MountService } from '../../../src/mount/service.js'
 import { createLogger } from '../../../src/observability/logger.js'
-import { ProviderServer } from '../../../src/server/grpc-server.js'
+import { MOUNT_SIGNAL_LISTENERS, ProviderServer } from '../../../src/server/grpc-server.js'
 import type { Deadline } from '../../../src/util/deadline.js'
+import { systemTime } from '../../../src/util/time.js'
 import { driverMount } from '../../support/driver-client.js'
 import { tempDirFor } from '../../support/tmp.js'
 
@@ -26,6 +27,8 @@ async function serve(
     mountService,
     mountTimeoutMs: 60_000,
     logger: createLogger('off'),
+    // The system's clock: the Mount's deadline is set against the driver's, a real one.
+    time: systemTime(),
   })
   await server.start()
   t.teardown(() => server.stop(1_000))
@@ -35,6 +38,7 @@ async function serve(
 t.test('an answered Mount is not aborted by the "cancelled" grpc-js emits after every call', async (t) => {
   const signals: AbortSignal[] = []
   const { socketDir, targetPath } = await serve(t, async (deadline) => {
+    if (deadline.signal === undefined) throw new Error('a Mount without a signal')
     signals.push(deadline.signal)
     return { objects: [{ id: 'a', version: 'v1', files: [{ path: 'a', mode: 0o644, contents: Buffer.from('x') }] }] }
   })
@@ -50,12 +54,19 @@ t.test('an answered Mount is not aborted by the "cancelled" grpc-js emits after 
     [false, false, false],
     'no answered Mount was aborted',
   )
+  t.equal(new Set(signals).size, 3, 'a signal of its own per Mount: listeners never pile up on one object')
+  t.same(
+    signals.map((s) => getMaxListeners(s)),
+    [MOUNT_SIGNAL_LISTENERS, MOUNT_SIGNAL_LISTENERS, MOUNT_SIGNAL_LISTENERS],
+    "room for a Mount's listeners",
+  )
 })
 
 t.test('a Mount the driver gives up on is aborted, with the reason', async (t) => {
   let aborted: Promise<unknown> | undefined
   const { socketDir, targetPath } = await serve(t, async (deadline) => {
     const signal = deadline.signal
+    if (signal === undefined) throw new Error('a Mount without a signal')
     aborted = once(signal, 'abort').then(() => signal.reason)
     await aborted
     throw new Error('not reached: the driver is gone')

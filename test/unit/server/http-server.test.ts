@@ -26,8 +26,9 @@ function server(probe: () => Promise<VaultHealth>, clock: () => number): OpsHttp
     address: 'off',
     socketPath: '/var/run/secrets-store-csi-providers/vault.sock',
     logger: createLogger('error'),
-    vaultHealth: new HealthCache(probe, 10_000, clock),
+    vaultHealth: new HealthCache(probe, { now: clock }, 10_000),
     vaultAddress: 'https://vault.internal:8200',
+    time: { now: clock },
   })
 }
 
@@ -88,7 +89,7 @@ t.test('/metrics renders the registry at most once per interval, whatever the re
     socketPath: '/nonexistent.sock',
     logger: createLogger('error'),
     metrics,
-    clock: () => now,
+    time: { now: () => now },
   })
   const answers = await Promise.all(Array.from({ length: 200 }, () => ops.answer('GET', '/metrics', false)))
   t.equal(renders, 1, '200 scrapes at once: one rendering')
@@ -106,7 +107,7 @@ t.test("/metrics renders anew once the provider's own series changed, at most ev
     socketPath: '/nonexistent.sock',
     logger: createLogger('error'),
     metrics,
-    clock: () => now,
+    time: { now: () => now },
   })
   t.match((await ops.answer('GET', '/metrics', false)).body, /vault_csi_provider_mounts_in_flight 0/)
   metrics.mountStarted()

@@ -27,16 +27,13 @@ t.test('the work starts once, with the first waiter, and every waiter gets its r
   const time = new ManualTime()
   let started = 0
   const answer = held<number>()
-  const call = new SharedCall(
-    () => {
-      started++
-      return answer.promise
-    },
-    { clock: time.clock, timers: time },
-  )
+  const call = new SharedCall(() => {
+    started++
+    return answer.promise
+  }, time)
   t.equal(started, 0, 'not before anyone waits')
-  const a = call.join(Deadline.in(1000, undefined, time.clock), giveUp)
-  const b = call.join(Deadline.in(1000, undefined, time.clock), giveUp)
+  const a = call.join(Deadline.in(1000, undefined, time), giveUp)
+  const b = call.join(Deadline.in(1000, undefined, time), giveUp)
   await time.advance(0)
   t.equal(started, 1)
   answer.resolve(42)
@@ -48,23 +45,20 @@ t.test("a waiter leaves on its own deadline; the work's deadline follows the lat
   const time = new ManualTime()
   let shared: Deadline | undefined
   const answer = held<string>()
-  const call = new SharedCall(
-    (d) => {
-      shared = d
-      return answer.promise
-    },
-    { clock: time.clock, timers: time },
-  )
-  const t0 = time.clock()
-  const early = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
-  const late = outcome(call.join(Deadline.in(5_000, undefined, time.clock), giveUp))
+  const call = new SharedCall((d) => {
+    shared = d
+    return answer.promise
+  }, time)
+  const t0 = time.now()
+  const early = outcome(call.join(Deadline.in(1_000, undefined, time), giveUp))
+  const late = outcome(call.join(Deadline.in(5_000, undefined, time), giveUp))
   await time.advance(0)
   t.equal(shared?.expiresAt, t0 + 5_000, 'the latest deadline of the waiters')
   await time.advance(1_000)
   t.equal(await early, 'timed out', 'the early waiter left on its own deadline')
-  t.equal(shared?.signal.aborted, false, 'the work goes on for the other')
+  t.equal(shared?.signal?.aborted, false, 'the work goes on for the other')
   t.equal(call.waiting, 1)
-  const later = outcome(call.join(Deadline.in(10_000, undefined, time.clock), giveUp))
+  const later = outcome(call.join(Deadline.in(10_000, undefined, time), giveUp))
   t.equal(shared?.expiresAt, t0 + 11_000, 'a later waiter moves the deadline')
   answer.resolve('ok')
   t.equal(await late, 'value ok')
@@ -74,40 +68,37 @@ t.test("a waiter leaves on its own deadline; the work's deadline follows the lat
 t.test('a waiter whose caller leaves gets its own error; the last one leaving aborts the work', async (t) => {
   const time = new ManualTime()
   let shared: Deadline | undefined
-  const call = new SharedCall(
-    (d) => {
-      shared = d
-      return new Promise<string>((_resolve, reject) =>
-        d.signal.addEventListener('abort', () => reject(new Error('aborted'))),
-      )
-    },
-    { clock: time.clock, timers: time },
-  )
+  const call = new SharedCall((d) => {
+    shared = d
+    return new Promise<string>((_resolve, reject) =>
+      d.signal?.addEventListener('abort', () => reject(new Error('aborted'))),
+    )
+  }, time)
   const one = new AbortController()
   const two = new AbortController()
-  const first = outcome(call.join(Deadline.in(60_000, one.signal, time.clock), giveUp))
-  const second = outcome(call.join(Deadline.in(60_000, two.signal, time.clock), giveUp))
+  const first = outcome(call.join(Deadline.in(60_000, one.signal, time), giveUp))
+  const second = outcome(call.join(Deadline.in(60_000, two.signal, time), giveUp))
   await time.advance(0)
   one.abort()
   t.equal(await first, 'left')
-  t.equal(shared?.signal.aborted, false)
+  t.equal(shared?.signal?.aborted, false)
   t.equal(call.joinable, true)
   two.abort()
   t.equal(await second, 'left')
-  t.equal(shared?.signal.aborted, true, 'nobody waits: the work is aborted')
+  t.equal(shared?.signal?.aborted, true, 'nobody waits: the work is aborted')
   t.equal(call.joinable, false, 'and may not be joined again')
-  t.throws(() => call.join(Deadline.in(1000, undefined, time.clock), giveUp), /joined after every waiter had left/)
+  t.throws(() => call.join(Deadline.in(1000, undefined, time), giveUp), /joined after every waiter had left/)
 })
 
 t.test('a waiter already gone or out of time never starts waiting; failures reach every waiter', async (t) => {
   const time = new ManualTime()
   const answer = held<string>()
-  const call = new SharedCall(() => answer.promise, { clock: time.clock, timers: time })
+  const call = new SharedCall(() => answer.promise, time)
   const gone = new AbortController()
   gone.abort()
-  const keeper = outcome(call.join(Deadline.in(60_000, undefined, time.clock), giveUp))
-  t.equal(await outcome(call.join(Deadline.in(60_000, gone.signal, time.clock), giveUp)), 'left')
-  t.equal(await outcome(call.join(Deadline.in(0, undefined, time.clock), giveUp)), 'timed out')
+  const keeper = outcome(call.join(Deadline.in(60_000, undefined, time), giveUp))
+  t.equal(await outcome(call.join(Deadline.in(60_000, gone.signal, time), giveUp)), 'left')
+  t.equal(await outcome(call.join(Deadline.in(0, undefined, time), giveUp)), 'timed out')
   answer.reject(new Error('Vault said no'))
   t.equal(await keeper, 'Vault said no')
 })
@@ -118,18 +109,15 @@ t.test(
     const time = new ManualTime()
     let shared: Deadline | undefined
     const answer = held<string>()
-    const call = new SharedCall(
-      (d) => {
-        shared = d
-        return answer.promise
-      },
-      { clock: time.clock, timers: time },
-    )
-    const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+    const call = new SharedCall((d) => {
+      shared = d
+      return answer.promise
+    }, time)
+    const only = outcome(call.join(Deadline.in(1_000, undefined, time), giveUp))
     await time.advance(1_000 + SETTLE_GRACE_MS)
     t.equal(await only, 'timed out')
     t.equal(call.joinable, false, 'a new caller starts new work')
-    t.equal(shared?.signal.aborted, false, 'not aborted: its calls time out by themselves (and count as timeouts)')
+    t.equal(shared?.signal?.aborted, false, 'not aborted: its calls time out by themselves (and count as timeouts)')
     t.equal(shared?.remainingMs(), -SETTLE_GRACE_MS, "its deadline, the last waiter's, has passed")
     answer.resolve('late')
   },
@@ -138,8 +126,8 @@ t.test(
 t.test("the work failing at the last waiter's deadline: that failure, not 'timed out', is the answer", async (t) => {
   const time = new ManualTime()
   const answer = held<string>()
-  const call = new SharedCall(() => answer.promise, { clock: time.clock, timers: time })
-  const only = outcome(call.join(Deadline.in(1_000, undefined, time.clock), giveUp))
+  const call = new SharedCall(() => answer.promise, time)
+  const only = outcome(call.join(Deadline.in(1_000, undefined, time), giveUp))
   // The waiter's timer fires first; the work's own call timer, due at the same instant, a moment later.
   await time.advance(1_000)
   answer.reject(new Error('Vault is sealed'))

@@ -1,7 +1,6 @@
 // node-vault with the transport as its request function: what each call states in node-vault's own
 // per-call options reaches the transport, and nothing of the provider's environment does.
 import t from 'tap'
-import { Cancellation } from '../../../src/util/cancellation.js'
 import { PROVIDER_TENANT } from '../../../src/vault/transport/registry.js'
 import { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES } from '../../../src/vault/transport/transport.js'
 import { callOptions, createVaultClient, revokeSelf, sendRequest } from '../../../src/vault/vault-client.js'
@@ -10,12 +9,12 @@ import { FakeVault, loginAnswer } from '../../support/fake-vault.js'
 t.test("a call's timeout, cancellation and namespace reach the transport; the tenant is the client's", async (t) => {
   const vault = new FakeVault().on(/./, () => ({ status: 200, body: { data: {} } }))
   const client = createVaultClient(vault, 'shop')
-  const gone = new Cancellation()
+  const gone = new AbortController().signal
   await client.read('secret/data/app?version=2', callOptions(1_234, gone, 'team-a'))
   await sendRequest(client, 'PUT', 'pki/issue/web', { common_name: 'x' }, callOptions(99, gone, ''))
   const [read, put] = vault.calls
   t.match(read, { method: 'GET', path: 'secret/data/app?version=2', namespace: 'team-a', timeoutMs: 1_234 })
-  t.equal(read!.cancel, gone)
+  t.equal(read!.signal, gone)
   t.equal(read!.tenant, 'shop')
   t.equal(read!.maxResponseBytes, undefined, "a secret's answer is held to -max-vault-response-size")
   t.match(put, { method: 'PUT', path: 'pki/issue/web', body: { common_name: 'x' }, namespace: undefined })
@@ -25,14 +24,14 @@ t.test("a call states its cap; only a health probe's client takes any status as 
   // The route added last answers first.
   const vault = new FakeVault().on(/./, () => ({ status: 204, body: '' })).on(/login$/, () => loginAnswer('hvs.t'))
   const client = createVaultClient(vault, PROVIDER_TENANT)
-  const never = new Cancellation()
-  const capped = callOptions(5, never, '', MAX_TOKEN_ANSWER_BYTES)
+  // Nobody can call these off (a signal of none: the CLI's, a probe's).
+  const capped = callOptions(5, undefined, '', MAX_TOKEN_ANSWER_BYTES)
   await client.kubernetesLogin({ role: 'web', jwt: 'j', mount_point: 'k8s', requestOptions: capped })
-  await revokeSelf(client, callOptions(5, never, 'admin', MAX_TOKEN_ANSWER_BYTES))
+  await revokeSelf(client, callOptions(5, undefined, 'admin', MAX_TOKEN_ANSWER_BYTES))
   // A Mount may name sys/health as its secret: its answer is held to Vault's statuses like any read.
-  await client.read('sys/health?activecode=503', callOptions(5, never, ''))
+  await client.read('sys/health?activecode=503', callOptions(5, undefined, ''))
   const probe = createVaultClient(vault, PROVIDER_TENANT, true)
-  await probe.health({ standbyok: true, requestOptions: callOptions(5, never, '', MAX_ERROR_BODY_BYTES) })
+  await probe.health({ standbyok: true, requestOptions: callOptions(5, undefined, '', MAX_ERROR_BODY_BYTES) })
   t.same(
     vault.calls.map((c) => [c.path, c.maxResponseBytes, c.anyStatus]),
     [
@@ -62,8 +61,8 @@ t.test("the provider's own VAULT_TOKEN and VAULT_NAMESPACE never reach a call", 
   })
   const vault = new FakeVault().on(/./, () => ({ status: 200, body: {} }))
   const client = createVaultClient(vault, 'shop')
-  await client.read('secret/data/app', callOptions(5, new Cancellation(), ''))
-  await client.read('secret/data/app', callOptions(5, new Cancellation(), 'team-a'))
+  await client.read('secret/data/app', callOptions(5, undefined, ''))
+  await client.read('secret/data/app', callOptions(5, undefined, 'team-a'))
   t.same(
     vault.calls.map((c) => [c.token, c.namespace]),
     [

@@ -28,6 +28,9 @@ t.test('what may mean an address is down: connection failures, timeouts, 502/503
   t.equal(mayBeDown({ response: { statusCode: 503 } }), false, 'no library error shape is read')
 })
 
+/** The retries' waits between attempts, where a test is not about them: none. */
+const NO_WAIT = { sleep: async (): Promise<void> => undefined }
+
 /** A breaker on manual time whose probe answers what `verdict()` says, and counts its probes (3 a round). */
 function breaker(verdict: () => ProbeOutcome) {
   const time = new ManualTime()
@@ -38,8 +41,7 @@ function breaker(verdict: () => ProbeOutcome) {
       probed.push(address)
       return verdict()
     },
-    undefined,
-    { clock: time.clock, timers: time },
+    time,
   )
   return { b, time, probed }
 }
@@ -105,10 +107,10 @@ t.test('as a layer around a call: stops retries once the address is open', async
       await time.advance(0)
       throw refused
     },
-    Deadline.in(60_000),
+    Deadline.in(60_000, undefined, time),
+    NO_WAIT,
     { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 1, rateLimitFloorMs: 0, minAttemptMs: 0, nodeMaxDelayMs: 1 },
     b.hooks(conn, 'ns'),
-    async () => undefined,
   )
   const err = await call.catch((e: unknown) => e)
   t.equal(err, refused, 'the retry stopped once the probe opened the address, with the real cause')
@@ -117,7 +119,11 @@ t.test('as a layer around a call: stops retries once the address is open', async
 })
 
 t.test('bounded, and fair between namespaces', async (t) => {
-  const b = new BreakerRegistry({ maxAddresses: 8, maxAddressesPerTenant: 3 }, async () => ({ healthy: true }))
+  const b = new BreakerRegistry(
+    { maxAddresses: 8, maxAddressesPerTenant: 3 },
+    async () => ({ healthy: true }),
+    new ManualTime(),
+  )
   t.teardown(() => b.close())
   b.recordFailure({ ...conn, address: 'https://victim:8200' }, refused, 'victim')
   for (let i = 0; i < 50; i++) b.recordFailure({ ...conn, address: `https://v${i}:8200` }, refused, 'attacker')
@@ -152,10 +158,10 @@ t.test('one node of a Service sealed: the address opens only when every probe of
       if (attempts < 6) throw new VaultHttpError(503, ['Vault is sealed'], undefined, { kind: 'errors', entries: 1 })
       return 'ok'
     },
-    Deadline.in(60_000),
+    Deadline.in(60_000, undefined, time),
+    NO_WAIT,
     undefined,
     b.hooks(conn, 'ns'),
-    async () => undefined,
   )
   t.equal(answer, 'ok', 'the sixth attempt, on another node, answered')
 
@@ -183,13 +189,20 @@ t.test('a round down for two reasons is down, not sealed', async (t) => {
 
 t.test("a tenant's own address that answers 503 forever opens only that address", async (t) => {
   const hostile = { ...conn, address: 'http://evil.example:8200' }
-  const b = new BreakerRegistry({}, async (address) =>
-    address === hostile.address ? { healthy: false, sealed: true, cause: 'Vault is sealed (503)' } : { healthy: true },
+  const time = new ManualTime()
+  const b = new BreakerRegistry(
+    {},
+    async (address) =>
+      address === hostile.address
+        ? { healthy: false, sealed: true, cause: 'Vault is sealed (503)' }
+        : { healthy: true },
+    time,
   )
   t.teardown(() => b.close())
   for (let i = 0; i < 20; i++) b.recordFailure(hostile, sealed, 'attacker')
   b.recordFailure(conn, sealed, 'victim')
-  await new Promise((r) => setTimeout(r, 20))
+  // The first probes of each address are due at once.
+  await time.advance(0)
   t.ok(b.isOpen(hostile.address), "the attacker's own address opened")
   t.notOk(b.isOpen(conn.address), "the victim's did not")
   t.doesNotThrow(() => b.admit(conn))

@@ -5,11 +5,15 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { VaultCallEvent } from '../../../../src/observability/vault-observer.js'
 import { probeOutcome, providerProber } from '../../../../src/vault/resilience/health-probe.js'
+import { systemTime } from '../../../../src/util/time.js'
 import { readProxySettings } from '../../../../src/vault/transport/proxy.js'
 import { TransportRegistry } from '../../../../src/vault/transport/registry.js'
 import { SecureContexts } from '../../../../src/vault/transport/secure-contexts.js'
 import type { VaultTransportOptions } from '../../../../src/vault/transport/transport.js'
 import { testTransportOptions } from '../../../support/transport-options.js'
+
+/** The probes reach real HTTP servers: their durations and the clock skew they report are the system clock's. */
+const time = systemTime()
 
 async function healthServer(t: Test): Promise<number> {
   const server = http.createServer((_req, res) => res.end('{"initialized":true,"sealed":false,"standby":false}'))
@@ -54,7 +58,7 @@ t.test('probe outcomes: a TLS problem is configuration, not an outage', async (t
   )
   // https:// to a plain HTTP server: the TLS handshake fails, yet something answered.
   const port = await healthServer(t)
-  const probe = providerProber(registry(t), none)
+  const probe = providerProber(registry(t), none, time)
   t.same(await probe(`https://127.0.0.1:${port}`, 2000), { healthy: true }, 'reachable: the problem is configuration')
   t.same(await probe(`http://127.0.0.1:${port}`, 2000), { healthy: true }, 'sys/health answered 200')
   t.match(await probe('http://127.0.0.1:1', 2000), {
@@ -81,6 +85,7 @@ t.test("a failure at the egress proxy names it in the cause, as the breaker's me
   const probe = providerProber(
     registry(t, { proxy: readProxySettings({ VAULT_PROXY_ADDR: 'http://127.0.0.1:1' }) }),
     none,
+    time,
   )
   t.same(await probe('http://vault.example:8200', 2000), {
     healthy: false,
@@ -96,7 +101,7 @@ t.test(
     const events: VaultCallEvent[] = []
     const transports = registry(t, { observer: { vaultCall: (e) => events.push(e) } })
     const own = { address: `http://127.0.0.1:${port}`, tls: { skipVerify: false } }
-    const probe = providerProber(transports, own)
+    const probe = providerProber(transports, own, time)
     t.same(await probe(own.address, 2000), { healthy: true })
     t.equal(transports.heldBy(''), 1, "-vault-addr through the registry's shared pool")
     t.same(await probe(`http://localhost:${port}`, 2000), { healthy: true })

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
-import { Cancellation } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
+import type { Time } from '../../../../src/util/time.js'
 import { ProviderError } from '../../../../src/errors.js'
 import {
   VaultCallAborted,
@@ -12,7 +12,6 @@ import {
 } from '../../../../src/vault/transport/call-errors.js'
 import {
   DEFAULT_RETRY_POLICY,
-  abortableSleep,
   backoffMs,
   delayFor,
   isNodeAnswer,
@@ -20,8 +19,8 @@ import {
   withRetry,
   type RetryDecision,
   type RetryPolicy,
-  type Sleep,
 } from '../../../../src/vault/resilience/retry.js'
+import { ManualTime } from '../../../support/manual-time.js'
 
 const answered = (status: number, retryAfter?: string): VaultHttpError =>
   new VaultHttpError(status, [], parseRetryAfter(retryAfter))
@@ -88,10 +87,13 @@ t.test('exponential backoff with full jitter', async (t) => {
   )
 })
 
-/** Waits are recorded, not slept. */
+/** Waits are recorded, not slept; the clock stands still. */
 const waits: number[] = []
-const noSleep: Sleep = async (ms) => {
-  waits.push(ms)
+const clock = new ManualTime()
+const noSleep: Pick<Time, 'sleep'> = {
+  sleep: async (ms) => {
+    waits.push(ms)
+  },
 }
 
 const fast: RetryPolicy = {
@@ -107,10 +109,9 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
   t.equal(
     await withRetry(
       async () => (++n < 3 ? Promise.reject(socketError('reset')) : 'ok'),
-      Deadline.in(5000),
-      fast,
-      {},
+      Deadline.in(5000, undefined, clock),
       noSleep,
+      fast,
     ),
     'ok',
   )
@@ -123,10 +124,9 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
         n++
         throw answered(404)
       },
-      Deadline.in(5000),
-      fast,
-      {},
+      Deadline.in(5000, undefined, clock),
       noSleep,
+      fast,
     ),
   )
   t.equal(n, 1, '404 is not retried')
@@ -138,10 +138,9 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
         n++
         throw answered(503)
       },
-      Deadline.in(5000),
-      fast,
-      {},
+      Deadline.in(5000, undefined, clock),
       noSleep,
+      fast,
     ),
   )
   t.equal(n, fast.maxAttempts, 'stops after maxAttempts')
@@ -153,7 +152,8 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
         n++
         throw answered(503)
       },
-      Deadline.in(5),
+      Deadline.in(5, undefined, clock),
+      noSleep,
       fast,
     ),
   )
@@ -168,31 +168,25 @@ t.test('withRetry: bounded by attempts, deadline and retryability', async (t) =>
         n++
         throw cause
       },
-      Deadline.in(5000),
+      Deadline.in(5000, undefined, clock),
+      noSleep,
       fast,
       {
         beforeAttempt: (a) => {
           if (a > 1) throw refusal
         },
       },
-      noSleep,
     ),
     cause,
     'a hook can stop the retries (the breaker opening); the call ends with what went wrong',
   )
   t.equal(n, 1)
   await t.rejects(
-    withRetry(
-      async () => 'never',
-      Deadline.in(5000),
-      fast,
-      {
-        beforeAttempt: () => {
-          throw refusal
-        },
+    withRetry(async () => 'never', Deadline.in(5000, undefined, clock), noSleep, fast, {
+      beforeAttempt: () => {
+        throw refusal
       },
-      noSleep,
-    ),
+    }),
     refusal,
     "before a first attempt, the hook's refusal is the answer",
   )
@@ -203,25 +197,24 @@ t.test('the attempt count travels in the typed error', async (t) => {
     async () => {
       throw answered(503)
     },
-    Deadline.in(60_000),
-    fast,
-    {},
+    Deadline.in(60_000, undefined, clock),
     noSleep,
+    fast,
   ).catch((e: unknown) => e)) as VaultHttpError
   t.equal(err.attempts, fast.maxAttempts)
   const once = (await withRetry(
     async () => {
       throw answered(404)
     },
-    Deadline.in(60_000),
-    fast,
-    {},
+    Deadline.in(60_000, undefined, clock),
     noSleep,
+    fast,
   ).catch((e: unknown) => e)) as VaultHttpError
   t.equal(once.attempts, 1)
 })
 
 t.test('a wait between attempts ends when the caller leaves', async (t) => {
+  const time = new ManualTime()
   const controller = new AbortController()
   let n = 0
   const pending = withRetry(
@@ -229,7 +222,8 @@ t.test('a wait between attempts ends when the caller leaves', async (t) => {
       n++
       throw answered(503)
     },
-    Deadline.in(60_000, controller.signal),
+    Deadline.in(60_000, controller.signal, time),
+    time,
     { ...DEFAULT_RETRY_POLICY, baseDelayMs: 60_000, maxDelayMs: 60_000, minAttemptMs: 0 },
     { onRetry: () => controller.abort() },
   )
@@ -237,25 +231,31 @@ t.test('a wait between attempts ends when the caller leaves', async (t) => {
   t.equal(n, 1, 'no attempt after the caller left')
 })
 
-t.test(
-  'abortableSleep ends at once when its cancellation aborts, and does not start for one already aborted',
-  async (t) => {
-    const cancel = new Cancellation()
-    // Were its timer left running, this file would stay alive for a minute after its tests.
-    const waiting = abortableSleep(60_000, cancel).then(
-      () => 'slept',
-      (err: unknown) => err,
-    )
-    cancel.abort()
-    t.ok((await waiting) instanceof VaultCallAborted)
-    const after = await abortableSleep(0, cancel).then(
-      () => 'slept',
-      (err: unknown) => err,
-    )
-    t.ok(after instanceof VaultCallAborted)
-    t.equal(await abortableSleep(1, new Cancellation()).then(() => 'slept'), 'slept')
-  },
-)
+t.test('a caller leaving during a wait between attempts ends it at once', async (t) => {
+  const time = new ManualTime()
+  const controller = new AbortController()
+  let n = 0
+  const pending = withRetry(
+    async () => {
+      n++
+      throw answered(503)
+    },
+    Deadline.in(60_000, controller.signal, time),
+    time,
+    { ...DEFAULT_RETRY_POLICY, baseDelayMs: 60_000, maxDelayMs: 60_000, minAttemptMs: 0 },
+    {},
+    () => 0.5,
+  ).then(
+    () => 'answered',
+    (err: unknown) => err,
+  )
+  await time.advance(1_000)
+  t.equal(time.timers, 1, 'waiting for the next attempt')
+  controller.abort()
+  t.ok((await pending) instanceof VaultCallAborted)
+  t.equal(time.timers, 0, 'the wait is over, not left running')
+  t.equal(n, 1, 'no attempt after the caller left')
+})
 
 /** What a node answers, as the transport throws it: Vault's JSON errors[]. */
 const nodeAnswer = (status: number, errors: string[]): VaultHttpError =>
@@ -288,20 +288,19 @@ t.test("one node's answers: retried on another connection, whatever the attempt 
 })
 
 /** A deadline on a clock the injected sleep moves: nothing waits. */
-function manualDeadline(ms: number): { deadline: Deadline; sleep: Sleep; now: () => number } {
+function manualDeadline(ms: number): { deadline: Deadline; time: Pick<Time, 'now' | 'sleep'> } {
   let now = 0
-  const clock = (): number => now
-  return {
-    deadline: new Deadline(ms, undefined, clock),
+  const time: Pick<Time, 'now' | 'sleep'> = {
+    now: () => now,
     sleep: async (wait) => {
       now += wait
     },
-    now: clock,
   }
+  return { deadline: new Deadline(ms, undefined, time), time }
 }
 
 t.test('an election: retried until the deadline on fresh connections, then the node answer says why', async (t) => {
-  const { deadline, sleep, now } = manualDeadline(18_000)
+  const { deadline, time } = manualDeadline(18_000)
   const fresh: boolean[] = []
   const err = (await withRetry(
     async (_n, { freshConnection }) => {
@@ -309,23 +308,26 @@ t.test('an election: retried until the deadline on fresh connections, then the n
       throw fresh.length % 2 === 0 ? TO_OLD_LEADER() : NO_ACTIVE_NODE()
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
     () => 0.5,
   ).catch((e: unknown) => e)) as VaultHttpError | VaultRedirect
   t.ok(
     fresh.length > DEFAULT_RETRY_POLICY.maxAttempts * 3,
     `${fresh.length} attempts, not ${DEFAULT_RETRY_POLICY.maxAttempts}`,
   )
-  t.ok(now() > 18_000 - DEFAULT_RETRY_POLICY.nodeMaxDelayMs - DEFAULT_RETRY_POLICY.minAttemptMs, 'until the deadline')
+  t.ok(
+    time.now() > 18_000 - DEFAULT_RETRY_POLICY.nodeMaxDelayMs - DEFAULT_RETRY_POLICY.minAttemptMs,
+    'until the deadline',
+  )
   t.same(fresh.slice(0, 3), [false, true, true], 'the first on the pool, every retry on a connection of its own')
   t.ok(isNodeAnswer(err), 'the last node answer is the failure')
   t.equal(err.attempts, fresh.length)
 })
 
 t.test('the new leader answers: the call succeeds on the next attempt', async (t) => {
-  const { deadline, sleep } = manualDeadline(18_000)
+  const { deadline, time } = manualDeadline(18_000)
   let n = 0
   const answer = await withRetry(
     async () => {
@@ -334,16 +336,16 @@ t.test('the new leader answers: the call succeeds on the next attempt', async (t
       return 'served'
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
   )
   t.equal(answer, 'served')
   t.equal(n, 13)
 })
 
 t.test('out of time on an attempt after node answers: the node answer, not the timeout, is the failure', async (t) => {
-  const { deadline, sleep } = manualDeadline(5_000)
+  const { deadline, time } = manualDeadline(5_000)
   let n = 0
   const timeout = socketError('timeout', 'ETIMEDOUT')
   const err = await withRetry(
@@ -351,69 +353,69 @@ t.test('out of time on an attempt after node answers: the node answer, not the t
       n++
       if (n === 1) throw SEALED()
       // The attempt hangs until the deadline.
-      await sleep(5_000, deadline.cancel)
+      await time.sleep(5_000, deadline.signal)
       throw timeout
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
   ).catch((e: unknown) => e)
   t.ok(err instanceof VaultHttpError && err.node === 'sealed')
   t.equal((err as VaultHttpError).attempts, 2)
 })
 
 t.test('a timeout a millisecond before the deadline after node answers: still the node answer', async (t) => {
-  const { deadline, sleep } = manualDeadline(5_000)
+  const { deadline, time } = manualDeadline(5_000)
   let n = 0
   const err = await withRetry(
     async () => {
       n++
       if (n === 1) throw SEALED()
       // Timers are not exact: the call's timer fires just before the deadline's clock says so.
-      await sleep(deadline.remainingMs() - 1, deadline.cancel)
+      await time.sleep(deadline.remainingMs() - 1, deadline.signal)
       throw socketError('timeout', 'ETIMEDOUT')
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
   ).catch((e: unknown) => e)
   t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
 })
 
 t.test('no time left to start an attempt after node answers: the node answer, not the refusal to start', async (t) => {
-  const { deadline, sleep } = manualDeadline(5_000)
+  const { deadline, time } = manualDeadline(5_000)
   let n = 0
   const err = await withRetry(
     async () => {
       n++
       if (n === 1) throw SEALED()
       // A wait overslept (a loaded node): the session's call options find the deadline passed.
-      await sleep(deadline.remainingMs() + 20, deadline.cancel)
+      await time.sleep(deadline.remainingMs() + 20, deadline.signal)
       throw new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
   ).catch((e: unknown) => e)
   t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
   t.equal((err as VaultHttpError).attempts, 2)
 })
 
 t.test('a deadline refusal with no node answer before it stays a deadline refusal', async (t) => {
-  const { deadline, sleep } = manualDeadline(5_000)
+  const { deadline, time } = manualDeadline(5_000)
   const refusal = new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
   const err = await withRetry(
     async () => {
-      await sleep(6_000, deadline.cancel)
+      await time.sleep(6_000, deadline.signal)
       throw refusal
     },
     deadline,
+    time,
     DEFAULT_RETRY_POLICY,
     {},
-    sleep,
   ).catch((e: unknown) => e)
   t.equal(err, refusal)
 })
@@ -421,7 +423,7 @@ t.test('a deadline refusal with no node answer before it stays a deadline refusa
 t.test(
   'other failures after node answers still count against the attempt cap, and need no fresh connection',
   async (t) => {
-    const { deadline, sleep } = manualDeadline(60_000)
+    const { deadline, time } = manualDeadline(60_000)
     const fresh: boolean[] = []
     await withRetry(
       async (_n, { freshConnection }) => {
@@ -429,9 +431,9 @@ t.test(
         throw fresh.length <= 10 ? SEALED() : socketError('reset')
       },
       deadline,
+      time,
       DEFAULT_RETRY_POLICY,
       {},
-      sleep,
     ).catch(() => undefined)
     t.equal(fresh.length, 10 + DEFAULT_RETRY_POLICY.maxAttempts)
     t.same(fresh.slice(10), [true, false, false, false, false])

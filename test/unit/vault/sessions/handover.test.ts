@@ -24,11 +24,7 @@ const jwt = async (): Promise<string> => 'jwt'
 
 function world(time: ManualTime, vault: FakeVault, idleRevokeMs = 0): SessionPool {
   const pool = new SessionPool(
-    fakePoolOptions(
-      logger,
-      { get: async () => vault },
-      { idleRevokeMs, autoSweep: false, clock: time.clock, timers: time },
-    ),
+    fakePoolOptions(logger, { get: async () => vault }, time, { idleRevokeMs, autoSweep: false }),
   )
   t.teardown(() => pool.close())
   return pool
@@ -59,7 +55,7 @@ function vaultWithLeases(): FakeVault {
 
 async function read(pool: SessionPool, time: ManualTime, uid: string, req = creds): Promise<unknown> {
   const s = await pool.session(id(uid))
-  const d = Deadline.in(10_000, undefined, time.clock)
+  const d = Deadline.in(10_000, undefined, time)
   return (await s.fetch(req, `key:${req.path}`, uid, jwt, d, 'test')).body
 }
 
@@ -115,7 +111,7 @@ t.test('what ended in transit is dropped and counted; an identity the successor 
   await time.advance(3_600_000)
   t.same((await next.importState(b!)).outcome, 'expired', 'a token that ended in transit')
 
-  const none = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, { maxSessions: 0 }))
+  const none = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, time, { maxSessions: 0 }))
   t.teardown(() => none.close())
   t.same((await none.importState(a!)).outcome, 'refused', '-cache-size=0 keeps no sessions')
 })

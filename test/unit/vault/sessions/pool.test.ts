@@ -27,17 +27,11 @@ function setup(scope: 'pod' | 'serviceaccount'): { pool: SessionPool; vault: Fak
   vault.on(/revoke-self$/, () => ({ status: 204, body: '' }))
   const time = new ManualTime()
   const pool = new SessionPool(
-    fakePoolOptions(
-      logger,
-      { get: async () => vault },
-      {
-        scope,
-        idleRevokeMs: 60_000,
-        autoSweep: false,
-        clock: time.clock,
-        timers: time,
-      },
-    ),
+    fakePoolOptions(logger, { get: async () => vault }, time, {
+      scope,
+      idleRevokeMs: 60_000,
+      autoSweep: false,
+    }),
   )
   t.teardown(() => pool.close())
   return { pool, vault, time }
@@ -78,10 +72,10 @@ t.test('idle identities are revoked with their own token and forgotten; active o
   const { pool, vault, time } = setup('pod')
   const jwt = async (): Promise<string> => 'jwt'
   const idle = await pool.session(id('idle'))
-  await idle.request(read, jwt, Deadline.in(10_000, undefined, time.clock), 'a')
+  await idle.request(read, jwt, Deadline.in(10_000, undefined, time), 'a')
   await time.advance(30_000)
   const active = await pool.session(id('active'))
-  await active.request(read, jwt, Deadline.in(10_000, undefined, time.clock), 'a')
+  await active.request(read, jwt, Deadline.in(10_000, undefined, time), 'a')
   await time.advance(30_000)
   t.equal(await pool.sweepIdle(), 1, 'only the identity idle for 60 s')
   t.equal(vault.count(/revoke-self$/), 1)
@@ -102,7 +96,7 @@ t.test("one identity's slow revocation does not hold up the others'", async (t) 
   })
   for (const uid of ['slow', 'b', 'c', 'd']) {
     const s = await pool.session(id(uid))
-    await s.request(read, jwt, Deadline.in(10_000, undefined, time.clock), uid)
+    await s.request(read, jwt, Deadline.in(10_000, undefined, time), uid)
   }
   await time.advance(60_000)
   const sweep = pool.sweepIdle()
@@ -121,14 +115,15 @@ t.test('each identity calls Vault with its own token, also where identities shar
   const vault = new FakeVault('https://a.test:8200')
   let logins = 0
   vault.on(/login$/, () => loginAnswer(`hvs.t${++logins}`, 3600)).on(/^GET secret/, () => kvAnswer('v'))
-  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }))
+  const time = new ManualTime()
+  const pool = new SessionPool(fakePoolOptions(logger, { get: async () => vault }, time))
   t.teardown(() => pool.close())
   const jwt = async (): Promise<string> => 'jwt'
   const a = await pool.session(id('a'))
   const b = await pool.session(id('b'))
-  await a.request(read, jwt, Deadline.in(10_000), 'a')
-  await b.request(read, jwt, Deadline.in(10_000), 'b')
-  await a.request(read, jwt, Deadline.in(10_000), 'a')
+  await a.request(read, jwt, Deadline.in(10_000, undefined, time), 'a')
+  await b.request(read, jwt, Deadline.in(10_000, undefined, time), 'b')
+  await a.request(read, jwt, Deadline.in(10_000, undefined, time), 'a')
   const reads = vault.calls.filter((c) => c.method === 'GET').map((c) => c.token)
   t.same(reads, ['hvs.t1', 'hvs.t2', 'hvs.t1'], "every read carries its own identity's token")
 })

@@ -5,7 +5,6 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import { createLogger } from '../../../../src/observability/logger.js'
-import type { CancelSignal } from '../../../../src/util/cancellation.js'
 import { Deadline } from '../../../../src/util/deadline.js'
 import type { VaultRequest } from '../../../../src/vault/paths.js'
 import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions/session.js'
@@ -42,11 +41,9 @@ function setup(
     breakers: NO_BREAKER,
     staticFreshnessMs,
     shareDynamic: false,
-    clock: time.clock,
-    timers: time,
-    sleep: async () => undefined,
+    time,
   })
-  return { session, time, deadline: (ms = 30_000, signal?: AbortSignal) => Deadline.in(ms, signal, time.clock) }
+  return { session, time, deadline: (ms = 30_000, signal?: AbortSignal) => Deadline.in(ms, signal, time) }
 }
 
 t.test('concurrent requests share one login; each call carries exactly its token and namespace', async (t) => {
@@ -196,9 +193,9 @@ t.test('a cached token that Vault refuses (403) is replaced once; a fresh one re
 t.test('a shared login: each caller gives up on its own deadline, the login goes on for the others', async (t) => {
   const vault = new FakeVault()
   const login = gate()
-  let loginSignal: CancelSignal | undefined
+  let loginSignal: AbortSignal | undefined
   vault.on(/login$/, async (c) => {
-    loginSignal = c.cancel
+    loginSignal = c.signal
     await login.wait
     return loginAnswer('hvs.shared')
   })
@@ -221,9 +218,9 @@ t.test('a shared login: each caller gives up on its own deadline, the login goes
 
 t.test('when every caller of a shared login has left, the login is aborted', async (t) => {
   const vault = new FakeVault()
-  let loginSignal: CancelSignal | undefined
+  let loginSignal: AbortSignal | undefined
   vault.on(/login$/, (c) => {
-    loginSignal = c.cancel
+    loginSignal = c.signal
     return new Promise(() => undefined)
   })
   const { session, time, deadline } = setup(vault)
@@ -377,10 +374,10 @@ t.test('a due lease is renewed and served again; one renewed for a sliver is rep
 t.test('a shared read: each waiter gives up on its own deadline; the read goes on for the others', async (t) => {
   const vault = new FakeVault()
   const held = gate()
-  let readSignal: CancelSignal | undefined
+  let readSignal: AbortSignal | undefined
   vault.on(/login$/, () => loginAnswer('hvs.t'))
   vault.on(/^GET secret/, async (c) => {
-    readSignal = c.cancel
+    readSignal = c.signal
     await held.wait
     return kvAnswer('v')
   })
@@ -403,11 +400,11 @@ t.test('a shared read: each waiter gives up on its own deadline; the read goes o
 
 t.test('when every waiter of a shared read has left, the read is aborted; the next one starts anew', async (t) => {
   const vault = new FakeVault()
-  let readSignal: CancelSignal | undefined
+  let readSignal: AbortSignal | undefined
   let hang = true
   vault.on(/login$/, () => loginAnswer('hvs.t'))
   vault.on(/^GET secret/, (c) => {
-    readSignal = c.cancel
+    readSignal = c.signal
     return hang ? new Promise(() => undefined) : kvAnswer('v')
   })
   const { session, deadline, time } = setup(vault)
@@ -504,8 +501,11 @@ t.test("after one node's answer, the retry goes over a connection of its own", a
     }
     return kvAnswer('v')
   })
-  const { session, deadline } = setup(vault)
-  await session.request(read, jwt, deadline(), 'object "a"')
+  const { session, deadline, time } = setup(vault)
+  const answered = session.request(read, jwt, deadline(), 'object "a"')
+  // Each retry after one node's answer waits at most nodeMaxDelayMs (1 s).
+  await time.advance(2_000)
+  await answered
   t.same(
     vault.calls.map((c) => [`${c.method} ${c.path}`, c.freshConnection === true]),
     [

@@ -2,7 +2,6 @@
 // server that never answers: the call ends, typed, and a call whose caller left is never sent.
 import t from 'tap'
 import type { Dispatcher } from 'undici'
-import { Cancellation } from '../../../../src/util/cancellation.js'
 import { callDeadline } from '../../../../src/vault/transport/call-deadline.js'
 import { VaultCallAborted, VaultConnectionError } from '../../../../src/vault/transport/call-errors.js'
 import { composed, failed, outcome, serve } from '../../../support/dispatch.js'
@@ -25,15 +24,15 @@ t.test('no answer within the limit: a typed timeout, and the layers below are to
 t.test("the caller's signal ends the call at once; one already given up is not sent", async (t) => {
   const vault = await serve(t, () => undefined)
   const d = composed(t, vault.url, [callDeadline])
-  const cancel = new Cancellation()
-  const pending = outcome(d, { timeoutMs: 60_000, cancel } as object)
+  const caller = new AbortController()
+  const pending = outcome(d, { timeoutMs: 60_000, callerSignal: caller.signal } as object)
   while (vault.seen.length === 0) await new Promise((r) => setTimeout(r, 5))
-  cancel.abort()
+  caller.abort()
   t.ok(failed(await pending) instanceof VaultCallAborted)
-  const gone = new Cancellation()
+  const gone = new AbortController()
   gone.abort()
   t.ok(
-    failed(await outcome(d, { path: '/v1/never', timeoutMs: 60_000, cancel: gone } as object)) instanceof
+    failed(await outcome(d, { path: '/v1/never', timeoutMs: 60_000, callerSignal: gone.signal } as object)) instanceof
       VaultCallAborted,
   )
   t.same(vault.seen, ['/v1/x'], 'the second call was never sent')

@@ -5,7 +5,6 @@ import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import type { VaultCallEvent } from '../../../../src/observability/vault-observer.js'
-import { Cancellation } from '../../../../src/util/cancellation.js'
 import { VaultCallAborted, VaultConnectionError, VaultHttpError } from '../../../../src/vault/transport/call-errors.js'
 import {
   MAX_ERROR_BODY_BYTES,
@@ -233,13 +232,13 @@ t.test("the caller's signal ends the call at once, and a call whose caller left 
   const reached = new Promise<void>((r) => (arrived = r))
   const { url, seen } = await server(t, () => arrived())
   const send = await transport(t, url)
-  const controller = new Cancellation()
-  const pending = caught<VaultCallAborted>(send({ path: 'slow', cancel: controller }))
+  const controller = new AbortController()
+  const pending = caught<VaultCallAborted>(send({ path: 'slow', signal: controller.signal }))
   await reached
   controller.abort()
   t.ok((await pending) instanceof VaultCallAborted)
   const before = seen.length
-  const gone = await caught<VaultCallAborted>(send({ path: 'never', cancel: controller }))
+  const gone = await caught<VaultCallAborted>(send({ path: 'never', signal: controller.signal }))
   t.ok(gone instanceof VaultCallAborted)
   t.equal(seen.length, before, 'nothing was sent')
 })
