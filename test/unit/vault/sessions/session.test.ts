@@ -446,3 +446,19 @@ t.test('a cold read takes the token first, on the caller’s deadline: the share
   t.equal((await patient).source, 'vault', 'the patient caller leads the read once it has the token')
   t.equal(vault.count(/login$/), 1)
 })
+
+t.test("each call of a Mount is due at the Mount's deadline (tenant-slots.ts orders by it)", async (t) => {
+  const vault = new FakeVault()
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, () => kvAnswer('v'))
+  const { session, deadline } = setup(vault)
+  const mount = deadline(5_000)
+  await session.fetch(read, 'k', 'p1', jwt, mount, 'object "a"')
+  t.same(
+    vault.calls.map((c) => [c.method, c.dueAt]),
+    [
+      ['POST', mount.expiresAt],
+      ['GET', mount.expiresAt],
+    ],
+  )
+})
