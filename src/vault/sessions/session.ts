@@ -183,7 +183,8 @@ export class VaultSession {
 
   /**
    * The options of one call to `namespace`: what is left of the Mount's deadline (at most
-   * VAULT_CALL_TIMEOUT_MS) and its cancellation.
+   * VAULT_CALL_TIMEOUT_MS), its cancellation, and the deadline itself, which orders the call among
+   * its namespace's waiting calls.
    */
   private callOptions(
     deadline: Deadline,
@@ -201,7 +202,7 @@ export class VaultSession {
       )
     }
     const timeoutMs = Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
-    return callOptions(timeoutMs, deadline.cancel, namespace, maxBytes, more)
+    return callOptions(timeoutMs, deadline.cancel, namespace, maxBytes, { ...more, dueAt: deadline.expiresAt })
   }
 
   /** The address's breaker (breaker.ts) as a layer around each attempt of the retry policy (retry.ts). */

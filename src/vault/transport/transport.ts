@@ -90,6 +90,8 @@ export interface VaultCall {
   timeoutMs: number
   /** The caller gave up: the call ends at once with VaultCallAborted. */
   cancel?: CancelSignal
+  /** The deadline of the Mount the call serves (ms since the epoch): the order of its tenant's waiting calls (tenant-slots.ts). */
+  dueAt?: number
   /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
   maxResponseBytes?: number
   /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
@@ -244,6 +246,7 @@ export class VaultTransport implements VaultCaller {
       timeoutMs: c.timeoutMs,
       cancel: c.cancel,
       tenant: c.tenant,
+      dueAt: c.dueAt,
       maxResponseBytes: c.maxResponseBytes,
       freshConnection: c.freshConnection,
       observed: {
