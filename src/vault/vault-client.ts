@@ -9,9 +9,10 @@
  *
  * Each call states its options in the per-call `requestOptions` node-vault documents (its README:
  * axios request options, `timeout` and `headers` among them): see CallOptions. What node-vault has
- * no slot for is bound per client: the tenant, and whether any status is an answer (a health probe's).
+ * no slot for is bound per client: the tenant, and whether any status is an answer (a health probe's);
+ * but for the Mount's deadline (`dueAt`), which is per call and rides along with the others.
  *
- * A client is one identity (sessions/session.ts makes one per session, the health probe one per
+ * A client is one identity (sessions/identity-client.ts makes one per session, the health probe one per
  * probe, without a token). node-vault falls back to the provider's own environment (VAULT_TOKEN,
  * VAULT_NAMESPACE) when its settings are empty; a pod must never borrow those, so the client
  * starts with neither.
@@ -40,15 +41,25 @@ export interface CallOptions {
   consistency?: CallConsistency
   /** Not axios's: a connection of the call's own (transport/fresh-connection.ts), after one node's answer. */
   freshConnection?: boolean
+  /** Not axios's: the Mount's deadline (ms since the epoch), which orders its namespace's waiting calls. */
+  dueAt?: number
 }
 
 /** What a call states besides its time, namespace and size cap. */
 export interface MoreCallOptions {
   consistency?: CallConsistency
   freshConnection?: boolean
+  /**
+   * The Mount's deadline (ms since the epoch), which orders its namespace's waiting calls
+   * (transport/tenant-slots.ts). Not an axios option: node-vault hands it to the hook with the rest.
+   */
+  dueAt?: number
 }
 
-/** The options of one call to `namespace` ('' the root namespace), its answer held to `maxBytes` if given. */
+/**
+ * The options of one call to `namespace` ('' the root namespace), its answer held to `maxBytes` if
+ * given; `dueAt`: the deadline of the Mount it serves, if any.
+ */
 export function callOptions(
   timeoutMs: number,
   signal: AbortSignal | undefined,
@@ -94,6 +105,7 @@ function transportHook(
       timeoutMs: options.timeout ?? DEFAULT_TIMEOUT_MS,
       signal: options.signal,
       maxResponseBytes: options.maxContentLength,
+      dueAt: options.dueAt,
       tenant,
       anyStatus,
       consistency: options.consistency,

@@ -85,7 +85,8 @@ export class IdentityClient {
 
   /**
    * The options of one call to `namespace`: what is left of the Mount's deadline (at most
-   * VAULT_CALL_TIMEOUT_MS) and its signal.
+   * VAULT_CALL_TIMEOUT_MS), its signal, and the deadline itself, which orders the call among its
+   * namespace's waiting calls.
    */
   options(
     deadline: Deadline,
@@ -103,7 +104,7 @@ export class IdentityClient {
       )
     }
     const timeoutMs = Math.max(1, Math.min(remaining, VAULT_CALL_TIMEOUT_MS))
-    return callOptions(timeoutMs, deadline.signal, namespace, maxBytes, more)
+    return callOptions(timeoutMs, deadline.signal, namespace, maxBytes, { ...more, dueAt: deadline.expiresAt })
   }
 
   /** `attempt` under the retry policy, with the address's breaker as a layer around each attempt. */

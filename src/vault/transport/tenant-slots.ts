@@ -3,10 +3,14 @@
  * flight on a transport (half its connections), so that its slow calls cannot hold every
  * connection of the address; its further calls wait for its own to end. A waiting call leaves
  * the queue when it ends early (call-deadline.ts), and its wait counts against its time limit.
+ *
+ * Waiting calls go earliest due first: a Mount's calls are due at its deadline, so Mounts are
+ * served in the order they came, rather than each queuing its next read behind every other's,
+ * which held every Mount's answers until the end of a rollout (bench/NOTES.md, "Storm peak RSS").
  */
 import type { Dispatcher } from 'undici'
 import { VaultConnectionError, isTimeout } from './call-errors.js'
-import type { CallEndedOption } from './call-deadline.js'
+import type { CallEndedOption, DeadlineOptions } from './call-deadline.js'
 import { ForwardingHandler, endedController } from './forwarding-handler.js'
 
 export const MAX_SOCKETS_PER_VAULT = 64
@@ -16,6 +20,26 @@ export const MAX_CALLS_PER_TENANT = MAX_SOCKETS_PER_VAULT / 2
 export interface TenantOption {
   /** The namespace whose Mount makes the call; none: the call is not counted. */
   tenant?: string
+  /** When the call is due (ms since the epoch): its Mount's deadline; none: its own time limit from now. */
+  dueAt?: number
+}
+
+/** A call waiting for a slot of its namespace. */
+interface Waiting {
+  readonly dueAt: number
+  readonly go: () => void
+}
+
+/** Where a call due at `dueAt` joins `queue` (ordered by due time): after every call due no later. */
+function placeIn(queue: readonly Waiting[], dueAt: number): number {
+  let low = 0
+  let high = queue.length
+  while (low < high) {
+    const mid = (low + high) >>> 1
+    if (queue[mid]!.dueAt <= dueAt) low = mid + 1
+    else high = mid
+  }
+  return low
 }
 
 type Controller = Dispatcher.DispatchController
@@ -42,17 +66,20 @@ class SlotHandler extends ForwardingHandler {
 
 /** The interceptor, with the slots of one transport. */
 export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherComposeInterceptor {
-  const slots = new Map<string, { active: number; waiting: Array<() => void> }>()
+  const slots = new Map<string, { active: number; waiting: Waiting[] }>()
   const give = (tenant: string): void => {
     const own = slots.get(tenant)
     if (own === undefined) return
     const next = own.waiting.shift()
-    if (next !== undefined) return next()
+    if (next !== undefined) return next.go()
     own.active -= 1
     if (own.active === 0) slots.delete(tenant)
   }
   return (dispatch) => (opts, handler) => {
-    const { tenant, callEnded } = opts as Dispatcher.DispatchOptions & TenantOption & CallEndedOption
+    const { tenant, dueAt, timeoutMs, callEnded } = opts as Dispatcher.DispatchOptions &
+      TenantOption &
+      Partial<DeadlineOptions> &
+      CallEndedOption
     if (tenant === undefined) return dispatch(opts, handler)
     const go = (): boolean => {
       let given = false
@@ -75,9 +102,12 @@ export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherCo
       return go()
     }
     const queue = own.waiting
-    const waiter = (): void => {
-      callEnded?.removeEventListener('abort', leave)
-      go()
+    const waiter: Waiting = {
+      dueAt: dueAt ?? Date.now() + (timeoutMs ?? 0),
+      go: () => {
+        callEnded?.removeEventListener('abort', leave)
+        go()
+      },
     }
     const leave = (): void => {
       const at = queue.indexOf(waiter)
@@ -93,7 +123,7 @@ export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherCo
       handler.onResponseError?.(endedController(err), err)
     }
     callEnded?.addEventListener('abort', leave, { once: true })
-    queue.push(waiter)
+    queue.splice(placeIn(queue, waiter.dueAt), 0, waiter)
     return true
   }
 }

@@ -89,6 +89,8 @@ export interface VaultCall {
   timeoutMs: number
   /** Aborted when the caller gave up: the call ends at once with VaultCallAborted. */
   signal?: AbortSignal
+  /** The deadline of the Mount the call serves (ms since the epoch): the order of its tenant's waiting calls (tenant-slots.ts). */
+  dueAt?: number
   /** A tighter cap than -max-vault-response-size (token answers: MAX_TOKEN_ANSWER_BYTES). */
   maxResponseBytes?: number
   /** Any status is an answer (sys/health speaks in statuses); otherwise all but 200 and 204 throw VaultHttpError. */
@@ -243,6 +245,7 @@ export class VaultTransport implements VaultCaller {
       timeoutMs: c.timeoutMs,
       callerSignal: c.signal,
       tenant: c.tenant,
+      dueAt: c.dueAt,
       maxResponseBytes: c.maxResponseBytes,
       freshConnection: c.freshConnection,
       observed: {

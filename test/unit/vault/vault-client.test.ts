@@ -6,19 +6,24 @@ import { MAX_ERROR_BODY_BYTES, MAX_TOKEN_ANSWER_BYTES } from '../../../src/vault
 import { callOptions, createVaultClient, revokeSelf, sendRequest } from '../../../src/vault/vault-client.js'
 import { FakeVault, loginAnswer } from '../../support/fake-vault.js'
 
-t.test("a call's timeout, cancellation and namespace reach the transport; the tenant is the client's", async (t) => {
-  const vault = new FakeVault().on(/./, () => ({ status: 200, body: { data: {} } }))
-  const client = createVaultClient(vault, 'shop')
-  const gone = new AbortController().signal
-  await client.read('secret/data/app?version=2', callOptions(1_234, gone, 'team-a'))
-  await sendRequest(client, 'PUT', 'pki/issue/web', { common_name: 'x' }, callOptions(99, gone, ''))
-  const [read, put] = vault.calls
-  t.match(read, { method: 'GET', path: 'secret/data/app?version=2', namespace: 'team-a', timeoutMs: 1_234 })
-  t.equal(read!.signal, gone)
-  t.equal(read!.tenant, 'shop')
-  t.equal(read!.maxResponseBytes, undefined, "a secret's answer is held to -max-vault-response-size")
-  t.match(put, { method: 'PUT', path: 'pki/issue/web', body: { common_name: 'x' }, namespace: undefined })
-})
+t.test(
+  "a call's timeout, cancellation, namespace and due time reach the transport; the tenant is the client's",
+  async (t) => {
+    const vault = new FakeVault().on(/./, () => ({ status: 200, body: { data: {} } }))
+    const client = createVaultClient(vault, 'shop')
+    const gone = new AbortController().signal
+    await client.read('secret/data/app?version=2', callOptions(1_234, gone, 'team-a', undefined, { dueAt: 5_678 }))
+    await sendRequest(client, 'PUT', 'pki/issue/web', { common_name: 'x' }, callOptions(99, gone, ''))
+    const [read, put] = vault.calls
+    t.match(read, { method: 'GET', path: 'secret/data/app?version=2', namespace: 'team-a', timeoutMs: 1_234 })
+    t.equal(read!.dueAt, 5_678, "the Mount's deadline, which orders its namespace's waiting calls")
+    t.equal(put!.dueAt, undefined, 'a call of no Mount states none')
+    t.equal(read!.signal, gone)
+    t.equal(read!.tenant, 'shop')
+    t.equal(read!.maxResponseBytes, undefined, "a secret's answer is held to -max-vault-response-size")
+    t.match(put, { method: 'PUT', path: 'pki/issue/web', body: { common_name: 'x' }, namespace: undefined })
+  },
+)
 
 t.test("a call states its cap; only a health probe's client takes any status as an answer", async (t) => {
   // The route added last answers first.

@@ -551,3 +551,19 @@ t.test('an eventual read joins only an identical one carrying the same index', a
     'the read after the write did not join the one before it',
   )
 })
+
+t.test("each call of a Mount is due at the Mount's deadline (tenant-slots.ts orders by it)", async (t) => {
+  const vault = new FakeVault()
+  vault.on(/login$/, () => loginAnswer('hvs.t'))
+  vault.on(/^GET secret/, () => kvAnswer('v'))
+  const { session, deadline } = setup(vault)
+  const mount = deadline(5_000)
+  await session.fetch(read, 'k', 'p1', jwt, mount, 'object "a"')
+  t.same(
+    vault.calls.map((c) => [c.method, c.dueAt]),
+    [
+      ['POST', mount.expiresAt],
+      ['GET', mount.expiresAt],
+    ],
+  )
+})

@@ -1,5 +1,6 @@
 // Tenant slots (tenant-slots.ts) over a real pool: one namespace's calls in flight are bounded,
-// another's go beside them, and a waiting call that ends early leaves the queue unsent.
+// another's go beside them, its waiting calls go earliest due first, and a waiting call that ends
+// early leaves the queue unsent.
 import http from 'node:http'
 import t from 'tap'
 import { callDeadline } from '../../../../src/vault/transport/call-deadline.js'
@@ -42,4 +43,28 @@ t.test('a call that times out waiting says why, and is never sent', async (t) =>
   held[1]!.end('{}')
   t.match(await third, { status: 200 })
   t.same(vault.seen, ['/v1/first', '/v1/third'], 'the timed-out call was never sent')
+})
+
+t.test("a namespace's waiting calls go earliest due first, in arrival order among calls due together", async (t) => {
+  const held: http.ServerResponse[] = []
+  const vault = await serve(t, (_req, res) => void held.push(res))
+  const d = composed(t, vault.url, [tenantSlots(1), callDeadline], { connections: 8 })
+  const call = (path: string, due: object): Promise<unknown> =>
+    outcome(d, { path: `/v1/${path}`, tenant: 'a', timeoutMs: 60_000, ...due } as object)
+  const now = Date.now()
+  const calls = [
+    call('first', { dueAt: now + 1_000 }),
+    // Each Mount's calls are due at its deadline: the later Mount's read waits behind the earlier one's.
+    call('later-mount', { dueAt: now + 90_000 }),
+    call('earlier-mount-1', { dueAt: now + 30_000 }),
+    call('earlier-mount-2', { dueAt: now + 30_000 }),
+    // A call of no Mount is due at the end of its own time limit.
+    call('no-mount', { timeoutMs: 60_000 }),
+  ]
+  for (let answered = 0; answered < calls.length; answered++) {
+    await until(() => held.length > answered)
+    held[answered]!.end('{}')
+  }
+  await Promise.all(calls)
+  t.same(vault.seen, ['/v1/first', '/v1/earlier-mount-1', '/v1/earlier-mount-2', '/v1/no-mount', '/v1/later-mount'])
 })
