@@ -160,6 +160,12 @@ t.test('checkVolume: a bad path names the object', async (t) => {
   }
 })
 
+t.test('checkVolume: an optional object skipped keeps the others at their places in the class', async (t) => {
+  const err = providerError(() => checkVolume([undefined, rendered('fine', 'fine'), rendered('culprit', '../x')]))
+  t.same(err.fields, { object: { index: 2, name: 'culprit' }, file: '../x' }, 'the third object of the class')
+  t.doesNotThrow(() => checkVolume([undefined, rendered('a', 'a'), undefined]))
+})
+
 t.test('checkVolume: conflicts between objects', async (t) => {
   const dup = providerError(() => checkVolume([rendered('one', 'shared'), rendered('two', 'other', 'shared')]))
   t.equal(dup.code, 'BAD_FILE_PATH')
