@@ -16,9 +16,13 @@ export interface DeadlineOptions {
   callerSignal?: AbortSignal
 }
 
-/** Passed down: aborted, with the call's failure as its reason, when the call ends early (tenant-slots.ts). */
+/**
+ * Passed down: `signal` is aborted, with the call's failure as its reason, when the call ends early
+ * (tenant-slots.ts: a call waiting for a slot leaves the queue). Made at its first read: most calls
+ * never wait, and an AbortController per Vault call was measurable CPU per Mount (bench/NOTES.md).
+ */
 export interface CallEndedOption {
-  callEnded?: AbortSignal
+  callEnded?: { readonly signal: AbortSignal }
 }
 
 type Controller = Dispatcher.DispatchController
@@ -26,7 +30,8 @@ type Controller = Dispatcher.DispatchController
 class DeadlineHandler extends ForwardingHandler {
   private done = false
   private controller: Controller | undefined
-  private readonly ended = new AbortController()
+  private ended: AbortController | undefined
+  private failure: Error | undefined
   private readonly timer: NodeJS.Timeout
   private readonly callerSignal: AbortSignal | undefined
   private readonly onCallerGone = (): void => this.end(new VaultCallAborted())
@@ -41,14 +46,20 @@ class DeadlineHandler extends ForwardingHandler {
     this.callerSignal?.addEventListener('abort', this.onCallerGone)
   }
 
+  /** Aborted when the call ends early (with the failure as its reason), if anyone below asked for it. */
   get signal(): AbortSignal {
+    if (this.ended === undefined) {
+      this.ended = new AbortController()
+      if (this.failure !== undefined) this.ended.abort(this.failure)
+    }
     return this.ended.signal
   }
 
   private end(err: Error): void {
     if (this.done) return
+    this.failure = err
     // A call still waiting below says so now, in its own words (it calls onResponseError).
-    this.ended.abort(err)
+    this.ended?.abort(err)
     if (this.settle()) super.onResponseError(this.controller ?? endedController(err), err)
     this.controller?.abort(err)
   }
@@ -64,7 +75,7 @@ class DeadlineHandler extends ForwardingHandler {
   override onRequestStart(controller: Controller, context: unknown): void {
     this.controller = controller
     // Ended before undici got to it: it is not sent.
-    if (this.done) controller.abort(this.ended.signal.reason as Error)
+    if (this.done) controller.abort(this.failure ?? new VaultCallAborted())
     else super.onRequestStart(controller, context)
   }
 
@@ -93,5 +104,5 @@ export const callDeadline: Dispatcher.DispatcherComposeInterceptor = (dispatch) 
     return true
   }
   const deadline = new DeadlineHandler(handler, o)
-  return dispatch({ ...opts, callEnded: deadline.signal } as Dispatcher.DispatchOptions, deadline)
+  return dispatch({ ...opts, callEnded: deadline } as Dispatcher.DispatchOptions, deadline)
 }

@@ -81,15 +81,15 @@ export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherCo
       Partial<DeadlineOptions> &
       CallEndedOption
     if (tenant === undefined) return dispatch(opts, handler)
+    // A call that ends early is failed up through its handler by the layer below (undici, once the
+    // deadline's abort reaches it): SlotHandler gives the slot back then.
     const go = (): boolean => {
       let given = false
       const release = (): void => {
         if (given) return
         given = true
-        callEnded?.removeEventListener('abort', release)
         give(tenant)
       }
-      callEnded?.addEventListener('abort', release)
       return dispatch(opts, new SlotHandler(handler, release))
     }
     let own = slots.get(tenant)
@@ -102,17 +102,18 @@ export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherCo
       return go()
     }
     const queue = own.waiting
+    const ended = callEnded?.signal
     const waiter: Waiting = {
       dueAt: dueAt ?? Date.now() + (timeoutMs ?? 0),
       go: () => {
-        callEnded?.removeEventListener('abort', leave)
+        ended?.removeEventListener('abort', leave)
         go()
       },
     }
     const leave = (): void => {
       const at = queue.indexOf(waiter)
       if (at !== -1) queue.splice(at, 1)
-      const reason = callEnded?.reason as Error
+      const reason = ended?.reason as Error
       const err = isTimeout(reason)
         ? new VaultConnectionError(
             'timeout',
@@ -122,7 +123,7 @@ export function tenantSlots(max = MAX_CALLS_PER_TENANT): Dispatcher.DispatcherCo
         : reason
       handler.onResponseError?.(endedController(err), err)
     }
-    callEnded?.addEventListener('abort', leave, { once: true })
+    ended?.addEventListener('abort', leave, { once: true })
     queue.splice(placeIn(queue, waiter.dueAt), 0, waiter)
     return true
   }

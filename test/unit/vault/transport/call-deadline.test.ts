@@ -10,7 +10,7 @@ t.test('no answer within the limit: a typed timeout, and the layers below are to
   const vault = await serve(t, () => undefined)
   let below: AbortSignal | undefined
   const spy: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
-    below = (opts as { callEnded?: AbortSignal }).callEnded
+    below = (opts as { callEnded?: { signal: AbortSignal } }).callEnded?.signal
     return dispatch(opts, handler)
   }
   const err = failed(await outcome(composed(t, vault.url, [spy, callDeadline]), { timeoutMs: 50 } as object))

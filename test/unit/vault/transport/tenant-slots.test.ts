@@ -45,6 +45,22 @@ t.test('a call that times out waiting says why, and is never sent', async (t) =>
   t.same(vault.seen, ['/v1/first', '/v1/third'], 'the timed-out call was never sent')
 })
 
+t.test('a call in flight that times out or whose caller leaves gives its slot back at once', async (t) => {
+  const held: http.ServerResponse[] = []
+  const vault = await serve(t, (req, res) => (req.url?.includes('hang') ? void held.push(res) : void res.end('{}')))
+  const d = composed(t, vault.url, [tenantSlots(1), callDeadline], { connections: 8 })
+  const timedOut = failed(await outcome(d, { path: '/v1/hang1', tenant: 'a', timeoutMs: 30 } as object))
+  t.equal(timedOut.kind, 'timeout')
+  const caller = new AbortController()
+  const left = outcome(d, { path: '/v1/hang2', tenant: 'a', timeoutMs: 60_000, callerSignal: caller.signal } as object)
+  await until(() => held.length === 2)
+  caller.abort()
+  t.ok(failed(await left) instanceof Error, 'the caller left')
+  // The one slot is free again though the server never answered either call.
+  t.match(await outcome(d, { path: '/v1/next', tenant: 'a', timeoutMs: 2_000 } as object), { status: 200 })
+  while (held.length > 0) held.shift()!.destroy()
+})
+
 t.test("a namespace's waiting calls go earliest due first, in arrival order among calls due together", async (t) => {
   const held: http.ServerResponse[] = []
   const vault = await serve(t, (_req, res) => void held.push(res))
