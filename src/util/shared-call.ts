@@ -18,17 +18,18 @@
  *   and fail as timeouts, which is what they are (the breaker counts them).
  *   The signal only ever means "nobody is there any more", as a Deadline's
  *   signal does.
- * - A waiter whose deadline is the work's (the latest) gives the work
- *   SETTLE_GRACE_MS past it before leaving: the work's calls end at that
- *   same instant, and their failure (a sealed node, an election) says more
- *   than "out of time". Timers that fire together run in no fixed order.
+ * - A waiter gives the work SETTLE_GRACE_MS past its deadline before
+ *   leaving: the Mounts sharing a login or a read start within moments of
+ *   each other, the work's calls end at the latest of their deadlines, and
+ *   the work's failure (a sealed node, an election) says more than "out of
+ *   time". Timers that fire together run in no fixed order.
  *
  * Time is injected, so tests never sleep.
  */
 import { Deadline } from './deadline.js'
 import type { Time } from './time.js'
 
-/** How long past its deadline the work's last waiter waits for the work's own failure (well within the Mount's margin). */
+/** How long past its deadline a waiter waits for the work's own failure (well within the Mount's 2 s margin). */
 export const SETTLE_GRACE_MS = 500
 
 /** One caller waiting for the shared call, until its own deadline. */
@@ -125,7 +126,7 @@ export class SharedCall<T> {
         if (left > 0) {
           // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
           timer = this.time.setTimeout(() => arm(true), left)
-        } else if (fired && deadline.expiresAt >= this.latestExpiry()) {
+        } else if (fired) {
           // The work ends now on its own time limits: a moment for its own failure to arrive.
           timer = this.time.setTimeout(() => leave(false), SETTLE_GRACE_MS)
         } else leave(false)

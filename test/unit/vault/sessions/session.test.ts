@@ -6,6 +6,7 @@ import t from 'tap'
 import type { ProviderError } from '../../../../src/errors.js'
 import { createLogger } from '../../../../src/observability/logger.js'
 import { Deadline } from '../../../../src/util/deadline.js'
+import { SETTLE_GRACE_MS } from '../../../../src/util/shared-call.js'
 import type { VaultRequest } from '../../../../src/vault/paths.js'
 import { VaultSession, type VaultIdentity } from '../../../../src/vault/sessions/session.js'
 import { planRequests } from '../../../../src/mount/plan.js'
@@ -203,7 +204,7 @@ t.test('a shared login: each caller gives up on its own deadline, the login goes
   const { session, time, deadline } = setup(vault)
   const hasty = session.request(read, jwt, deadline(1_000), 'object "a"').catch((e: ProviderError) => e)
   const patient = session.request(read, jwt, deadline(20_000), 'object "b"')
-  await time.advance(1_000)
+  await time.advance(1_000 + SETTLE_GRACE_MS)
   const err = (await hasty) as ProviderError
   t.equal(err.code, 'DEADLINE_EXCEEDED')
   t.match(
@@ -384,7 +385,7 @@ t.test('a shared read: each waiter gives up on its own deadline; the read goes o
   const { session, deadline, time } = setup(vault)
   const leader = session.fetch(read, 'k', 'p1', jwt, deadline(1_000), 'object "a"').catch((e: ProviderError) => e)
   const follower = session.fetch(read, 'k', 'p2', jwt, deadline(10_000), 'object "b"')
-  await time.advance(1_000)
+  await time.advance(1_000 + SETTLE_GRACE_MS)
   const err = (await leader) as ProviderError
   t.equal(err.code, 'DEADLINE_EXCEEDED')
   t.equal(
@@ -435,7 +436,7 @@ t.test('a cold read takes the token first, on the caller’s deadline: the share
   const { session, deadline, time } = setup(vault)
   const hasty = session.fetch(read, 'k', 'p1', jwt, deadline(1_000), 'object "a"').catch((e: ProviderError) => e)
   const patient = session.fetch(read, 'k', 'p2', jwt, deadline(10_000), 'object "b"')
-  await time.advance(1_000)
+  await time.advance(1_000 + SETTLE_GRACE_MS)
   const err = (await hasty) as ProviderError
   t.equal(err.code, 'DEADLINE_EXCEEDED')
   t.match(err.message, /^login to Vault at https:\/\/vault\.test:8200 /, 'it gave up waiting for the login')
