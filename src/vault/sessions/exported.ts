@@ -20,15 +20,21 @@ export interface ExportedEntry {
   firstTtlMs: number
 }
 
-export interface ExportedToken {
-  /** The Vault token itself: a secret, never logged. */
-  value: string
+/** The lifetime of a Vault token, as its identity keeps it (token.ts) and hands it over. */
+export interface TokenLifetime {
+  /** Increases with every login, so a 403 can tell whether someone already re-logged in. */
   generation: number
   obtainedAt: number
+  /** The login's TTL; 0 for a token that never expires. */
   ttlMs: number
   renewable: boolean
   renewAt: number
   expiresAt: number
+}
+
+export interface ExportedToken extends TokenLifetime {
+  /** The Vault token itself: a secret, never logged. */
+  value: string
 }
 
 export interface ExportedSession {

@@ -14,7 +14,7 @@ import { statusOf, VaultCallAborted } from '../transport/call-errors.js'
 import type { CallConsistency } from '../transport/consistency.js'
 import { MAX_TOKEN_ANSWER_BYTES } from '../transport/transport.js'
 import { callOptions, revokeSelf } from '../vault-client.js'
-import type { ExportedSession } from './exported.js'
+import type { ExportedSession, TokenLifetime } from './exported.js'
 import { inNamespace, type IdentityClient } from './identity-client.js'
 import { SharedCalls } from './shared-calls.js'
 
@@ -26,18 +26,6 @@ export const MIN_TOKEN_RENEWED_SHARE = 1 / 4
 export const REVOKE_TIMEOUT_MS = 5_000
 
 export type JwtSupplier = () => Promise<string>
-
-/** The lifetime of the token the client holds. */
-interface TokenState {
-  /** Increases with every login, so a 403 can tell whether someone already re-logged in. */
-  generation: number
-  obtainedAt: number
-  /** The login's TTL; 0 for a token that never expires. */
-  ttlMs: number
-  renewable: boolean
-  renewAt: number
-  expiresAt: number
-}
 
 /** The token a caller goes on with; `cached`: the one held when it came (a 403 then means it was revoked). */
 export interface HeldToken {
@@ -53,11 +41,11 @@ function stringField(obj: unknown, key: string): string | undefined {
 
 export class IdentityToken {
   private readonly client: IdentityClient
-  private state: TokenState | undefined
+  private state: TokenLifetime | undefined
   private generation = 0
   /** Expiry of recent tokens by generation: leases die with the token that created them. */
   private readonly expiryByGeneration = new Map<number, number>()
-  private readonly logins: SharedCalls<TokenState>
+  private readonly logins: SharedCalls<TokenLifetime>
   /** The consistency of a login or a renewal: the identity notes its index (read-your-writes, session.ts). */
   private readonly ownWrite: CallConsistency
   /** Handed to a successor process (exported): this process never revokes it. */
@@ -104,7 +92,11 @@ export class IdentityToken {
   }
 
   /** Renews the token if possible, else logs in; the result is held. */
-  private async refresh(current: TokenState | undefined, getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
+  private async refresh(
+    current: TokenLifetime | undefined,
+    getJwt: JwtSupplier,
+    deadline: Deadline,
+  ): Promise<TokenLifetime> {
     let state =
       current && current.renewable && this.client.time.now() < current.expiresAt
         ? await this.renew(current, deadline)
@@ -114,7 +106,7 @@ export class IdentityToken {
     return state
   }
 
-  private async login(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenState> {
+  private async login(getJwt: JwtSupplier, deadline: Deadline): Promise<TokenLifetime> {
     const { identity, vault, logger, time } = this.client
     const what = this.loginWhat()
     const jwt = await getJwt()
@@ -210,7 +202,7 @@ export class IdentityToken {
     return undefined
   }
 
-  private lifetime(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenState {
+  private lifetime(generation: number, obtainedAt: number, ttlMs: number, renewable: boolean): TokenLifetime {
     const expiresAt = ttlMs === 0 ? Number.POSITIVE_INFINITY : obtainedAt + ttlMs
     this.expiryByGeneration.set(generation, expiresAt)
     // Only the current and the previous token can still own live leases worth tracking.
@@ -226,7 +218,7 @@ export class IdentityToken {
   }
 
   /** renew-self; undefined when the token could not be extended enough to be worth keeping. */
-  private async renew(current: TokenState, deadline: Deadline): Promise<TokenState | undefined> {
+  private async renew(current: TokenLifetime, deadline: Deadline): Promise<TokenLifetime | undefined> {
     const { identity, vault, logger, time } = this.client
     const what = `token renewal (${this.client.where()})`
     try {
