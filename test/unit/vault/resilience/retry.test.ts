@@ -213,24 +213,6 @@ t.test('the attempt count travels in the typed error', async (t) => {
   t.equal(once.attempts, 1)
 })
 
-t.test('a wait between attempts ends when the caller leaves', async (t) => {
-  const time = new ManualTime()
-  const controller = new AbortController()
-  let n = 0
-  const pending = withRetry(
-    async () => {
-      n++
-      throw answered(503)
-    },
-    Deadline.in(60_000, controller.signal, time),
-    time,
-    { ...DEFAULT_RETRY_POLICY, baseDelayMs: 60_000, maxDelayMs: 60_000, minAttemptMs: 0 },
-    { onRetry: () => controller.abort() },
-  )
-  await t.rejects(pending, VaultCallAborted)
-  t.equal(n, 1, 'no attempt after the caller left')
-})
-
 t.test('a caller leaving during a wait between attempts ends it at once', async (t) => {
   const time = new ManualTime()
   const controller = new AbortController()
@@ -344,65 +326,38 @@ t.test('the new leader answers: the call succeeds on the next attempt', async (t
   t.equal(n, 13)
 })
 
-t.test('out of time on an attempt after node answers: the node answer, not the timeout, is the failure', async (t) => {
-  const { deadline, time } = manualDeadline(5_000)
-  let n = 0
-  const timeout = socketError('timeout', 'ETIMEDOUT')
-  const err = await withRetry(
-    async () => {
-      n++
-      if (n === 1) throw SEALED()
-      // The attempt hangs until the deadline.
-      await time.sleep(5_000, deadline.signal)
-      throw timeout
-    },
-    deadline,
-    time,
-    DEFAULT_RETRY_POLICY,
-    {},
-  ).catch((e: unknown) => e)
-  t.ok(err instanceof VaultHttpError && err.node === 'sealed')
-  t.equal((err as VaultHttpError).attempts, 2)
-})
-
-t.test('a timeout a millisecond before the deadline after node answers: still the node answer', async (t) => {
-  const { deadline, time } = manualDeadline(5_000)
-  let n = 0
-  const err = await withRetry(
-    async () => {
-      n++
-      if (n === 1) throw SEALED()
+t.test(
+  'out of time on an attempt after node answers: the node answer, not how time ran out, is the failure',
+  async (t) => {
+    const timeout = (): Error => socketError('timeout', 'ETIMEDOUT')
+    const refusal = (): Error =>
+      new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
+    for (const [name, sleepFor, failure] of [
+      ['the attempt hangs until the deadline, then times out', (left: number) => left, timeout],
       // Timers are not exact: the call's timer fires just before the deadline's clock says so.
-      await time.sleep(deadline.remainingMs() - 1, deadline.signal)
-      throw socketError('timeout', 'ETIMEDOUT')
-    },
-    deadline,
-    time,
-    DEFAULT_RETRY_POLICY,
-    {},
-  ).catch((e: unknown) => e)
-  t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
-})
-
-t.test('no time left to start an attempt after node answers: the node answer, not the refusal to start', async (t) => {
-  const { deadline, time } = manualDeadline(5_000)
-  let n = 0
-  const err = await withRetry(
-    async () => {
-      n++
-      if (n === 1) throw SEALED()
+      ['the call times out a millisecond before the deadline', (left: number) => left - 1, timeout],
       // A wait overslept (a loaded node): the session's call options find the deadline passed.
-      await time.sleep(deadline.remainingMs() + 20, deadline.signal)
-      throw new ProviderError('DEADLINE_EXCEEDED', 'the Mount ran out of time before this Vault call')
-    },
-    deadline,
-    time,
-    DEFAULT_RETRY_POLICY,
-    {},
-  ).catch((e: unknown) => e)
-  t.ok(err instanceof VaultHttpError && err.node === 'sealed', 'the sealed node says why')
-  t.equal((err as VaultHttpError).attempts, 2)
-})
+      ['no time left to start the attempt', (left: number) => left + 20, refusal],
+    ] as const) {
+      const { deadline, time } = manualDeadline(5_000)
+      let n = 0
+      const err = await withRetry(
+        async () => {
+          n++
+          if (n === 1) throw SEALED()
+          await time.sleep(sleepFor(deadline.remainingMs()), deadline.signal)
+          throw failure()
+        },
+        deadline,
+        time,
+        DEFAULT_RETRY_POLICY,
+        {},
+      ).catch((e: unknown) => e)
+      t.ok(err instanceof VaultHttpError && err.node === 'sealed', `${name}: the sealed node says why`)
+      t.equal((err as VaultHttpError).attempts, 2, name)
+    }
+  },
+)
 
 t.test('a deadline refusal with no node answer before it stays a deadline refusal', async (t) => {
   const { deadline, time } = manualDeadline(5_000)
