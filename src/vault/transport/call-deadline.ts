@@ -19,7 +19,7 @@ export interface DeadlineOptions {
 /**
  * Passed down: `signal` is aborted, with the call's failure as its reason, when the call ends early
  * (tenant-slots.ts: a call waiting for a slot leaves the queue). Made at its first read: most calls
- * never wait, and an AbortController per Vault call was measurable CPU per Mount (bench/NOTES.md).
+ * never wait, and an AbortController per Vault call costs CPU on every Mount (bench/NOTES.md).
  */
 export interface CallEndedOption {
   callEnded?: { readonly signal: AbortSignal }
