@@ -127,8 +127,10 @@ export class SharedCall<T> {
           // Re-checked when it fires: a moving deadline may have been pushed back meanwhile.
           timer = this.time.setTimeout(() => arm(true), left)
         } else if (fired) {
-          // The work ends now on its own time limits: a moment for its own failure to arrive.
-          timer = this.time.setTimeout(() => leave(false), SETTLE_GRACE_MS)
+          // The work ends now on its own time limits: a moment for its own failure to arrive (unless
+          // this waiter's moving deadline is pushed back meanwhile: then it waits again).
+          const after = (): void => (deadline.remainingMs() > 0 ? arm(true) : leave(false))
+          timer = this.time.setTimeout(after, SETTLE_GRACE_MS)
         } else leave(false)
       }
       if (deadline.cancelled) {

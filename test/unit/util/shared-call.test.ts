@@ -148,3 +148,17 @@ t.test("a follower whose deadline is a moment before the work's gets the work's 
   t.equal(await first, 'no active node (electing)')
   t.equal(await second, 'no active node (electing)')
 })
+
+t.test('a moving deadline pushed back during the grace: the waiter waits on', async (t) => {
+  const time = new ManualTime()
+  const answer = held<string>()
+  const call = new SharedCall(() => answer.promise, time)
+  let expiresAt = time.now() + 1_000
+  const moving = outcome(call.join(new Deadline(() => expiresAt, undefined, time), giveUp))
+  await time.advance(1_000 + SETTLE_GRACE_MS / 2)
+  // Another Mount joined the work this waiter stands for: its deadline moved.
+  expiresAt = time.now() + 5_000
+  await time.advance(SETTLE_GRACE_MS)
+  answer.resolve('late but wanted')
+  t.equal(await moving, 'value late but wanted')
+})
